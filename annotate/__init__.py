@@ -1,0 +1,1 @@
+"""Label Studio stages: push/pull, task <-> sample conversion, stage2 and junior filling."""

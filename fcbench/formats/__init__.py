@@ -1,0 +1,74 @@
+"""Format adapters: each published benchmark format converted to and from the canonical sample.
+
+Every adapter module exposes the same two functions, so the registry below is the only place that
+knows which formats exist:
+
+    read(path: Path, options: FormatOptions) -> Iterator[Sample | Rejected]
+    write(samples: list[Sample], path: Path, options: FormatOptions) -> list[str]   # warnings
+
+`read` yields a `Rejected` for an item it cannot convert (with the reason) and goes on; it raises
+`FormatError` only when the file as a whole is not of the format. `write` returns one warning line
+per kind of information the target format cannot express, with a count, never dropping silently.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Iterable, Iterator
+
+from fcbench.errors import UserError
+from fcbench.sample import Sample
+
+
+class FormatError(UserError):
+    """The input is not a file of the announced format (a user error: one line, exit 1)."""
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """An input item that could not become a sample, kept with its reason (never dropped)."""
+
+    source: str  # "FILE:LINE" or "FILE#index"
+    reason: str
+    raw: object = None
+
+
+@dataclass(frozen=True)
+class FormatOptions:
+    """Second files of two-file formats, named explicitly both ways."""
+
+    answers: Path | None = None  # BFCL possible answers to read
+    answers_out: Path | None = None  # BFCL possible answers to write
+    tools: Path | None = None  # NESTful v1 spec / CallNavi APISchema to read
+    tools_out: Path | None = None  # NESTful v1 spec to write
+    nestful_version: str | None = None  # "v1" or "v2" when writing NESTful; default from samples
+
+
+# name -> module under fcbench.formats implementing read/write
+FORMATS: dict[str, str] = {
+    "fcbench": "fcbench.formats.canonical",
+    "complexfuncbench": "fcbench.formats.complexfuncbench",
+    "nestful": "fcbench.formats.nestful",
+    "callnavi": "fcbench.formats.callnavi",
+    "bfcl": "fcbench.formats.bfcl",
+    "confetti": "fcbench.formats.confetti",
+}
+
+
+def adapter(name: str) -> ModuleType:
+    if name not in FORMATS:
+        raise FormatError(f"unknown format {name!r}; choose one of: {', '.join(FORMATS)}")
+    return importlib.import_module(FORMATS[name])
+
+
+def read_samples(path: Path, fmt: str, options: FormatOptions = FormatOptions()) -> Iterator[Sample | Rejected]:
+    if not Path(path).is_file():
+        raise FormatError(f"{path}: no such file")
+    return adapter(fmt).read(Path(path), options)
+
+
+def write_samples(samples: Iterable[Sample], path: Path, fmt: str, options: FormatOptions = FormatOptions()) -> list[str]:
+    return adapter(fmt).write(list(samples), Path(path), options)
