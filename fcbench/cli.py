@@ -124,3 +124,152 @@ def convert(
     print(f"{result.converted} converted, {result.rejected} rejected -> {output}")
     if result.rejected:
         print(f"rejects with reasons: {result.rejects_file}")
+
+
+# --------------------------------------------------------------------------------------------- stats
+@app.command(
+    epilog=(
+        "Examples:\n\n"
+        "  build-dataset stats datasets/travel/build/validated.jsonl\n\n"
+        "  build-dataset stats Questions/bank.json --from callnavi --tools APISchema/bank.json --json"
+    )
+)
+@user_errors
+def stats(
+    file: Path = typer.Argument(..., help="A benchmark file of any supported format."),
+    from_format: str = typer.Option("fcbench", "--from", help="fcbench, complexfuncbench, nestful, callnavi, bfcl, confetti."),
+    answers: Optional[Path] = typer.Option(None, "--answers", help="BFCL possible-answer file to read."),
+    tools: Optional[Path] = typer.Option(None, "--tools", help="NESTful v1 spec or CallNavi APISchema file to read."),
+    as_json: bool = typer.Option(False, "--json", help="Print the statistics as one JSON object."),
+) -> None:
+    """Dataset statistics: samples, average steps and calls per domain, difficulty splits (derived
+    from the gold path, and as published), nesting-depth and dependency-count distributions.
+    Items the reader rejects are counted with their reasons."""
+    from fcbench.formats import FormatOptions, read_samples
+    from fcbench.stats import compute_stats
+
+    result = compute_stats(read_samples(file, from_format, FormatOptions(answers=answers, tools=tools)))
+    if as_json:
+        print_json({"file": str(file), "format": from_format, **result.as_dict()})
+        return
+    _print_stats_tables(file, result)
+
+
+def _count_table(title: str, header: str, counts: dict[Any, int]) -> Table:
+    table = Table(title=title)
+    table.add_column(header)
+    table.add_column("samples", justify="right")
+    for key, count in counts.items():
+        table.add_row(str(key), str(count))
+    return table
+
+
+def _print_stats_tables(file: Path, result: Any) -> None:
+    console.print(f"{file}: {result.samples} samples, {result.rejected} rejected", highlight=False, soft_wrap=True)
+    domains = Table(title="per domain")
+    for column in ("domain", "samples", "avg steps", "avg calls"):
+        domains.add_column(column, justify="left" if column == "domain" else "right")
+    for row in result.domains:
+        domains.add_row(row.domain, str(row.samples), f"{row.avg_steps:.2f}", f"{row.avg_calls:.2f}")
+    console.print(domains)
+    console.print(_count_table("difficulty (from the gold path)", "difficulty", result.difficulty))
+    if result.published_difficulty:
+        console.print(_count_table("difficulty (as published)", "label", result.published_difficulty))
+    console.print(_count_table("nesting depth", "depth", result.nesting_depth))
+    console.print(_count_table("dependencies per sample", "dependencies", result.dependencies))
+    if result.reject_reasons:
+        console.print(_count_table("rejected items by reason", "reason", result.reject_reasons))
+
+
+# ---------------------------------------------------------------------------------------- lint-tools
+@app.command(
+    "lint-tools",
+    epilog=(
+        "Examples:\n\n"
+        "  build-dataset lint-tools ../shared/external/callnavi/APISchema/bank.json\n\n"
+        "  build-dataset lint-tools datasets/travel/tools.json --json --strict"
+    ),
+)
+@user_errors
+def lint_tools_command(
+    file: Path = typer.Argument(..., help="A tool catalog: OpenAI, BFCL, NESTful, CallNavi or fcbench samples."),
+    as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON."),
+    strict: bool = typer.Option(False, "--strict", help="Exit 1 when any finding is an error."),
+    overlap_threshold: Optional[float] = typer.Option(
+        None, "--overlap-threshold", min=0, max=100,
+        help="Description similarity (0-100) from which tools with the same parameters overlap "
+             "[default: 97, near-identical text]."),
+) -> None:
+    """Check a tool catalog for what makes a benchmark unfair or ambiguous: missing descriptions,
+    untyped or look-alike parameters, required parameters never declared, duplicate tool names,
+    and tools a model cannot tell apart. Findings do not change the exit code unless --strict."""
+    from fcbench.catalog import load_tools_file
+    from fcbench.catalog.lint import OVERLAP_RATIO, count_by_code, has_errors, lint_tools
+
+    catalog = load_tools_file(file)
+    findings = lint_tools(catalog, overlap_ratio=OVERLAP_RATIO if overlap_threshold is None else overlap_threshold)
+    if as_json:
+        print_json({"file": str(file), "tools": len(catalog),
+                    "findings": [finding.as_dict() for finding in findings], "counts": count_by_code(findings)})
+    else:
+        table = Table(title=f"{file}: {len(catalog)} tools, {len(findings)} findings")
+        for column in ("severity", "tool", "parameter", "code", "message"):
+            # codes are what users grep for: keep them whole, let the message wrap instead
+            table.add_column(column, no_wrap=column in ("severity", "code"), overflow="fold")
+        for finding in findings:
+            table.add_row(finding.severity.value, finding.tool, finding.parameter or "", finding.code.value,
+                          finding.message)
+        console.print(table)
+    if strict and has_errors(findings):
+        raise typer.Exit(1)
+
+
+# ----------------------------------------------------------------------------------------- pipelines
+@app.command(epilog="Example:  build-dataset pipelines --file pipelines.yaml --json")
+@user_errors
+def pipelines(
+    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file to read."),
+    as_json: bool = typer.Option(False, "--json", help="Print every pipeline's full settings as JSON."),
+) -> None:
+    """List the pipelines declared in pipelines.yaml with their environment, LLM and stages
+    (the file is fully checked: any problem is reported as FILE:LINE: key: message)."""
+    from fcbench.config import load_pipelines
+
+    config = load_pipelines(file)
+    if as_json:
+        print_json({"file": str(file), "pipelines": {
+            name: {**pipeline.model_dump(mode="json"), "declared_stages": pipeline.declared_stages()}
+            for name, pipeline in config.pipelines.items()}})
+        return
+    table = Table(title=f"{file}: {len(config.pipelines)} pipelines")
+    for column in ("pipeline", "dataset", "environment", "llm", "seed"):
+        table.add_column(column)
+    for name, pipeline in config.pipelines.items():
+        environment = pipeline.environment.kind if pipeline.environment else "-"
+        llm = pipeline.llm.model if pipeline.llm else "-"
+        table.add_row(name, pipeline.dataset_dir, environment, llm, str(pipeline.seed))
+    console.print(table)
+    for name, pipeline in config.pipelines.items():
+        console.print(_stages_table(name, pipeline))
+
+
+def _stages_table(name: str, pipeline: Any) -> Table:
+    """The settings that decide what each stage does; stages left to defaults are marked."""
+    stages = pipeline.stages
+    stage1 = stages.stage1
+    settings = {
+        "stage1": f"{'offline' if stage1.offline else 'llm'}, {stage1.queries} queries, "
+                  f"tool subsets {stage1.tool_subset_sizes}, max {stage1.max_steps} steps",
+        "stage2": f"select {stages.stage2.select}",
+        "stage3": f"{stages.stage3.variants} variants, fill by {stages.stage3.fill}",
+        "filter": f"grounding {stages.filter.grounding}, repeat {stages.filter.repeat}, "
+                  f"{stages.filter.tolerance.mode}",
+        "export": f"split by {stages.export.split}, formats {', '.join(stages.export.formats)}",
+    }
+    declared = set(pipeline.declared_stages())
+    table = Table(title=f"{name}: stages")
+    for column in ("stage", "settings", "source"):
+        table.add_column(column)
+    for stage, text in settings.items():
+        table.add_row(stage, text, "declared" if stage in declared else "default")
+    return table

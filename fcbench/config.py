@@ -1,0 +1,356 @@
+"""`pipelines.yaml`: the declared pipelines and their stage settings, as typed models.
+
+Every model forbids unknown keys, so a typo (`querys: 40`) is an error instead of a silently
+ignored setting. Errors name the file and the line of the offending node:
+
+    pipelines.yaml:12: pipelines.travel.stages.stage1.queries: expected an integer
+
+which is why the file is composed into YAML nodes (they keep their marks) before being turned
+into Python values, and pydantic's error locations are walked back through those nodes.
+Paths in the file are relative to the file itself, not to the working directory.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, ValidationError,
+                      field_validator, model_validator)
+
+from fcbench.errors import UserError
+
+DEFAULT_PIPELINES_FILE = Path("pipelines.yaml")
+PIPELINE_NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"  # used as a CLI argument and a folder name
+
+
+class ConfigError(UserError):
+    """A problem in pipelines.yaml; `problems` holds every one, the message the first."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+        super().__init__(problems[0] + more)
+
+
+class _Config(BaseModel):
+    # strict: YAML already types its values, so "5" (a quoted string) is not silently an int.
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+# ---------------------------------------------------------------------------------------- sections
+class EnvironmentConfig(_Config):
+    """Where tool calls are executed: Python implementations, recorded responses, or an HTTP API."""
+
+    kind: Literal["python", "recorded", "http"]
+    module: str | None = None  # python: the file implementing the tools
+    responses: str | None = None  # recorded: the JSONL file of recorded responses
+    base_url: str | None = None  # http: the API the tools call
+    timeout_s: float = Field(10.0, gt=0)
+    memory_mb: int = Field(512, gt=0)
+    workers: int = Field(2, ge=1)
+
+    @model_validator(mode="after")
+    def _kind_has_its_source(self) -> EnvironmentConfig:
+        needed = {"python": "module", "recorded": "responses", "http": "base_url"}[self.kind]
+        if getattr(self, needed) is None:
+            raise ValueError(f"environment kind {self.kind!r} needs {needed!r}")
+        return self
+
+
+class PricesConfig(_Config):
+    """USD per million tokens, to report what a run cost."""
+
+    input_per_million: float = Field(0.0, ge=0)
+    output_per_million: float = Field(0.0, ge=0)
+
+
+class LLMConfig(_Config):
+    """An OpenAI-compatible endpoint. The key is read from the environment variable named by
+    `api_key_env`: a key written in the file would end up in git and in provenance."""
+
+    model: str
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    api_key: Any = Field(None, exclude=True, description="Refused: name an environment variable instead.")
+    temperature: float = Field(0.0, ge=0, le=2)
+    seed: int | None = None
+    max_tokens: int = Field(1024, gt=0)
+    concurrency: int = Field(4, ge=1)
+    max_retries: int = Field(5, ge=0)
+    prices: PricesConfig = Field(default_factory=PricesConfig)
+
+    @field_validator("api_key", mode="before")
+    @classmethod
+    def _refuse_literal_key(cls, value: Any) -> Any:
+        raise ValueError("an API key may not be written in the file; put it in an environment "
+                         "variable and name that variable with api_key_env")
+
+
+class Stage1Config(_Config):
+    """Coarse generation: queries from sampled tool subsets, then a drafted call path."""
+
+    offline: bool = False  # True: graph sampler over the tools, no LLM
+    queries: int = Field(100, ge=1)
+    tool_subset_sizes: list[int] = Field(default_factory=lambda: [3, 5])
+    cross_domain_ratio: float = Field(0.0, ge=0, le=1)
+    max_steps: int = Field(6, ge=1)
+
+    @field_validator("tool_subset_sizes")
+    @classmethod
+    def _positive_sizes(cls, sizes: list[int]) -> list[int]:
+        if not sizes or any(size < 1 for size in sizes):
+            raise ValueError("expected a non-empty list of sizes, each at least 1")
+        return sizes
+
+
+class Stage2Config(_Config):
+    """Senior annotation in Label Studio."""
+
+    select: int = Field(50, ge=1)  # drafts pushed for annotation
+    project_title: str | None = None  # default: "<pipeline> stage2"
+    export_file: str | None = None  # a Label Studio export to pull from instead of the server
+
+
+class Stage3Config(_Config):
+    """Generalization: query variants per template, arguments refilled along the same path."""
+
+    variants: int = Field(3, ge=1)
+    fill: Literal["llm", "slots", "annotators"] = "llm"
+    value_pools: str | None = None  # slots: file of values per slot
+
+    @model_validator(mode="after")
+    def _slots_need_pools(self) -> Stage3Config:
+        if self.fill == "slots" and self.value_pools is None:
+            raise ValueError("fill 'slots' needs 'value_pools'")
+        return self
+
+
+class ToleranceConfig(_Config):
+    absolute: float = Field(1e-6, ge=0)
+    relative: float = Field(1e-6, ge=0)
+    mode: Literal["tolerance", "round_to_gold"] = "tolerance"
+
+
+class FilterConfig(_Config):
+    """Execution-based filter of generalized candidates."""
+
+    grounding: Literal["report", "reject"] = "report"  # argument values not grounded in the query
+    repeat: int = Field(1, ge=1)  # executions per candidate, to catch non-deterministic tools
+    tolerance: ToleranceConfig = Field(default_factory=ToleranceConfig)
+
+
+class ExportConfig(_Config):
+    split: Literal["ratio", "domain", "template"] = "ratio"
+    ratios: dict[str, float] = Field(default_factory=lambda: {"test": 1.0})
+    shard_rows: int = Field(10_000, ge=1)
+    formats: list[str] = Field(default_factory=lambda: ["parquet"])
+
+    @model_validator(mode="after")
+    def _ratios_sum_to_one(self) -> ExportConfig:
+        if self.split == "ratio":
+            if any(ratio < 0 for ratio in self.ratios.values()):
+                raise ValueError("split ratios may not be negative")
+            if not math.isclose(sum(self.ratios.values()), 1.0, abs_tol=1e-9):
+                raise ValueError(f"split ratios must sum to 1, got {sum(self.ratios.values()):g}")
+        return self
+
+
+class StagesConfig(_Config):
+    stage1: Stage1Config = Field(default_factory=Stage1Config)
+    stage2: Stage2Config = Field(default_factory=Stage2Config)
+    stage3: Stage3Config = Field(default_factory=Stage3Config)
+    filter: FilterConfig = Field(default_factory=FilterConfig)
+    export: ExportConfig = Field(default_factory=ExportConfig)
+
+
+class PipelineConfig(_Config):
+    description: str = ""
+    dataset_dir: str
+    seed: int = 0
+    license: str | None = None
+    domains: list[str] = Field(default_factory=list)
+    tools: str | None = None  # tool catalog file, any shape `fcbench.catalog.load_tools_file` reads
+    environment: EnvironmentConfig | None = None
+    llm: LLMConfig | None = None
+    stages: StagesConfig = Field(default_factory=StagesConfig)
+
+    _name: str = PrivateAttr("")
+    _base_dir: Path = PrivateAttr(Path("."))
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def resolve(self, relative: str) -> Path:
+        """A path written in pipelines.yaml, made absolute against the file's folder."""
+        return (self._base_dir / relative).resolve()
+
+    @property
+    def dataset_path(self) -> Path:
+        return self.resolve(self.dataset_dir)
+
+    @property
+    def build_dir(self) -> Path:
+        return self.dataset_path / "build"
+
+    @property
+    def tools_path(self) -> Path | None:
+        return self.resolve(self.tools) if self.tools else None
+
+    def declared_stages(self) -> list[str]:
+        """The stages the file configures explicitly (the others run with defaults)."""
+        return [name for name in StagesConfig.model_fields if name in self.stages.model_fields_set]
+
+
+PipelineName = Annotated[str, StringConstraints(pattern=PIPELINE_NAME_PATTERN)]
+
+
+class PipelinesFile(_Config):
+    pipelines: dict[PipelineName, PipelineConfig] = Field(min_length=1)
+
+    _path: Path = PrivateAttr(DEFAULT_PIPELINES_FILE)
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def get_pipeline(self, name: str) -> PipelineConfig:
+        if name not in self.pipelines:
+            raise UserError(f"{self._path}: no pipeline named {name!r}; declared: {', '.join(self.pipelines)}")
+        return self.pipelines[name]
+
+
+# ------------------------------------------------------------------------------- loading with lines
+def load_pipelines(path: str | Path = DEFAULT_PIPELINES_FILE) -> PipelinesFile:
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
+    root, data = _compose_and_construct(path)
+    if not isinstance(data, dict):
+        line = root.start_mark.line + 1 if root is not None else 1
+        raise ConfigError([f"{path}:{line}: expected a mapping with a 'pipelines' key"])
+    duplicates = list(_duplicate_keys(root, path))
+    if duplicates:
+        raise ConfigError(duplicates)
+    try:
+        config = PipelinesFile.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(validation_problems(exc, root, path)) from None
+    config._path = path
+    for name, pipeline in config.pipelines.items():
+        pipeline._name = name
+        pipeline._base_dir = path.resolve().parent
+    return config
+
+
+def _compose_and_construct(path: Path) -> tuple[yaml.Node | None, Any]:
+    """The node tree (with line marks) and the Python values built from that same tree."""
+    text = path.read_text(encoding="utf-8")
+    loader = yaml.SafeLoader(text)
+    try:
+        root = loader.get_single_node()
+        data = loader.construct_document(root) if root is not None else None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 1
+        raise ConfigError([f"{path}:{line}: invalid YAML: {exc.problem or exc.context}"]) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError([f"{path}:1: invalid YAML: {exc}"]) from None
+    finally:
+        loader.dispose()
+    return root, data
+
+
+def _duplicate_keys(node: yaml.Node | None, path: Path, where: str = "") -> list[str]:
+    """YAML keeps the last of two equal keys silently; a config file should say it twice never."""
+    problems: list[str] = []
+    if isinstance(node, yaml.MappingNode):
+        seen: set[Any] = set()
+        for key_node, value_node in node.value:
+            key = key_node.value
+            dotted = f"{where}.{key}" if where else str(key)
+            if key in seen:
+                problems.append(f"{path}:{key_node.start_mark.line + 1}: {dotted}: duplicate key")
+            seen.add(key)
+            problems.extend(_duplicate_keys(value_node, path, dotted))
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            problems.extend(_duplicate_keys(item, path, f"{where}[{index}]"))
+    return problems
+
+
+def _child(node: yaml.Node, part: str | int) -> tuple[yaml.Node | None, yaml.Node | None]:
+    """(key node, value node) of `part` under a mapping or sequence node, or (None, None)."""
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            if key_node.value == str(part):
+                return key_node, value_node
+    elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
+        return None, node.value[part]
+    return None, None
+
+
+def locate(root: yaml.Node, loc: tuple[str | int, ...]) -> tuple[int, str]:
+    """(1-based line, dotted path) of a pydantic error location in the node tree.
+
+    The deepest node that exists gives the line: a missing key is reported at its parent
+    mapping, an unknown key at the key itself.
+    """
+    node, line, text = root, root.start_mark.line + 1, ""
+    for part in loc:
+        if part == "[key]":  # pydantic's marker for an invalid dict key: the line is the key's own
+            continue
+        key_node, value_node = _child(node, part) if node is not None else (None, None)
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+        if value_node is None:
+            node = None
+            continue
+        line = (key_node or value_node).start_mark.line + 1
+        node = value_node
+    return line, text or "(file)"
+
+
+_TYPE_MESSAGES = {
+    "int_type": "expected an integer",
+    "int_parsing": "expected an integer",
+    "int_from_float": "expected an integer",
+    "float_type": "expected a number",
+    "float_parsing": "expected a number",
+    "bool_type": "expected true or false",
+    "bool_parsing": "expected true or false",
+    "string_type": "expected a string",
+    "list_type": "expected a list",
+    "dict_type": "expected a mapping",
+    "model_type": "expected a mapping",
+    "model_attributes_type": "expected a mapping",
+    "missing": "missing required key",
+    "extra_forbidden": "unknown key",
+}
+
+
+def _message(error: dict[str, Any]) -> str:
+    kind = error["type"]
+    if kind in _TYPE_MESSAGES:
+        return _TYPE_MESSAGES[kind]
+    if kind == "string_pattern_mismatch" and "[key]" in error["loc"]:
+        return "pipeline names are lowercase letters, digits, '-' and '_'"
+    if kind == "too_short":
+        return f"expected at least {error['ctx']['min_length']} entry"
+    if kind == "literal_error":
+        return f"expected one of {error['ctx']['expected']}, got {error['input']!r}"
+    message = str(error["msg"])
+    if kind == "value_error":
+        message = message.removeprefix("Value error, ")
+    return message[:1].lower() + message[1:]
+
+
+def validation_problems(exc: ValidationError, root: yaml.Node | None, path: Path) -> list[str]:
+    """One `FILE:LINE: dotted.path: message` per pydantic error, in file order."""
+    located = []
+    for error in exc.errors():
+        line, dotted = locate(root, tuple(error["loc"])) if root is not None else (1, "(file)")
+        located.append((line, f"{path}:{line}: {dotted}: {_message(error)}"))
+    return [text for _, text in sorted(located, key=lambda item: item[0])]
