@@ -7,13 +7,14 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import EXTERNAL, TEST_DATA, read_all, through_canonical
+from conftest import EXTERNAL, REPO, read_all, through_canonical
 
 from fcbench.formats import FormatError, Rejected, read_samples, write_samples
 from fcbench.sample import Call, Difficulty, Sample, Tool, path_shape, sample_to_dict
 from fcbench.validate import validate_record
 
-FIXTURE = TEST_DATA / "complexfuncbench" / "sydney_melbourne.jsonl"
+# The bundled example of the README doubles as this adapter's fixture.
+FIXTURE = REPO / "datasets" / "complexfuncbench-example" / "trips.jsonl"
 
 
 def _strict(value: object) -> str:
