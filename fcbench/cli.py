@@ -273,3 +273,66 @@ def _stages_table(name: str, pipeline: Any) -> Table:
     for stage, text in settings.items():
         table.add_row(stage, text, "declared" if stage in declared else "default")
     return table
+
+
+# --------------------------------------------------------------------------------------------- score
+SCORE_EPILOG = """Examples:
+
+  build-dataset score --metric bfcl --questions BFCL_v4_simple_python.json
+  --answers possible_answer_BFCL_v4_simple_python.json --predictions preds.jsonl --json
+
+  build-dataset score --metric nestful --predictions nestful_0-qwen3-8b-8bit-vanilla.jsonl
+  --tools-module datasets/nestful-math/tools.py --compat
+
+  build-dataset score --metric callnavi --questions Questions/bank.json --predictions runs.jsonl
+
+Inputs per metric:
+
+  bfcl: prediction lines {"id", "category", "result": [{"func": {"arg": value}}]}; --questions and
+  --answers once per category file (irrelevance needs no answers). Items {"id", "valid", "error_type"}.
+
+  nestful: prediction lines {"sample_id", "generated_text" | "calls"}; gold from --gold (NESTful or
+  fcbench lines) or the line's own "output"/"gold_answer"; --tools-module executes the predicted
+  sequences for the win rate. Items {"sample_id", "win", "full_match"}.
+
+  callnavi: prediction lines {"id", "output"} (raw model text or parsed answer) with --questions
+  Questions/<domain>.json; several lines with one id are repeated runs (stability scores)."""
+
+
+@app.command(epilog=SCORE_EPILOG)
+@user_errors
+def score(
+    metric: str = typer.Option(..., "--metric", help="bfcl, nestful or callnavi."),
+    predictions: Path = typer.Option(..., "--predictions", help="Model predictions, one JSON object per line."),
+    questions: list[Path] = typer.Option([], "--questions", help="BFCL question file / CallNavi Questions file (repeatable)."),
+    answers: list[Path] = typer.Option([], "--answers", help="BFCL possible-answer file (repeatable)."),
+    gold: Optional[Path] = typer.Option(None, "--gold", help="NESTful: gold file (NESTful or fcbench lines)."),
+    tools_module: Optional[Path] = typer.Option(None, "--tools-module", help="NESTful: Python tools to execute for win rate."),
+    compat: bool = typer.Option(False, "--compat", help="Reproduce the published reference scorer exactly."),
+    as_json: bool = typer.Option(False, "--json", help="Print {metric, summary, items} as one JSON object."),
+) -> None:
+    """Grade model predictions with the shared scorer; items[i] is the verdict for prediction line i."""
+    from fcbench import scoring
+
+    if metric == "bfcl":
+        if not questions:
+            raise UserError("--metric bfcl needs --questions (and --answers for categories with gold)")
+        result = scoring.score_bfcl_files(questions, answers, predictions, compat)
+    elif metric == "nestful":
+        result = scoring.score_nestful_files(predictions, gold, tools_module, compat)
+    elif metric == "callnavi":
+        if not questions:
+            raise UserError("--metric callnavi needs --questions Questions/<domain>.json")
+        result = scoring.score_callnavi_files(questions, predictions, compat)
+    else:
+        raise UserError(f"unknown metric {metric!r}; choose bfcl, nestful or callnavi")
+    if as_json:
+        print_json(result.as_dict())
+        return
+    console.print(f"{metric}{' (compat)' if compat else ''}: {predictions}", highlight=False, soft_wrap=True)
+    table = Table()
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    for key, value in result.summary.items():
+        table.add_row(key, f"{value:.4f}" if isinstance(value, float) else str(value))
+    console.print(table)

@@ -1,0 +1,145 @@
+"""`build-dataset score`: reads prediction and gold files, runs a pure metric family from
+`fcbench.score`, and returns the one result shape every metric shares:
+
+    {"metric": M, "summary": {...}, "items": [...]}   # items[i] is the verdict for prediction line i
+
+This module is the I/O side of the scorer; the metric logic itself stays in `fcbench/score/`.
+A prediction line that cannot be graded (no such question, broken JSON) still gets an item with
+the reason, so item i always matches line i.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from fcbench.errors import UserError
+from fcbench.jsonl import iter_json_lines, read_json_or_lines
+
+
+@dataclass
+class ScoreResult:
+    metric: str
+    summary: dict[str, Any]
+    items: list[dict[str, Any]]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"metric": self.metric, "summary": self.summary, "items": self.items}
+
+
+def read_prediction_lines(path: Path) -> list[dict[str, Any] | str]:
+    """Every non-blank line, in order: the parsed object, or the parse error text."""
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
+    lines: list[dict[str, Any] | str] = []
+    for line in iter_json_lines(path):
+        if line.error:
+            lines.append(f"line {line.line_no}: {line.error}")
+        elif not isinstance(line.value, dict):
+            lines.append(f"line {line.line_no}: expected a JSON object")
+        else:
+            lines.append(line.value)
+    return lines
+
+
+def _records_by_id(paths: Iterable[Path], what: str) -> dict[str, dict[str, Any]]:
+    records: dict[str, dict[str, Any]] = {}
+    for path in paths:
+        try:
+            for record in read_json_or_lines(path):
+                if isinstance(record, dict) and "id" in record:
+                    records[str(record["id"])] = record
+        except ValueError as exc:
+            raise UserError(f"{what}: {exc}") from None
+    return records
+
+
+# --------------------------------------------------------------------------------------------- BFCL
+def score_bfcl_files(questions: list[Path], answers: list[Path], predictions: Path, compat: bool) -> ScoreResult:
+    from fcbench.score.bfcl import BfclSchemaError, category_from_id, check_bfcl
+
+    question_by_id = _records_by_id(questions, "--questions")
+    answer_by_id = _records_by_id(answers, "--answers")
+    items: list[dict[str, Any]] = []
+    for line in read_prediction_lines(predictions):
+        if isinstance(line, str):
+            items.append({"id": None, "valid": False, "error_type": "unreadable_prediction", "error": line})
+            continue
+        item_id = str(line.get("id"))
+        question = question_by_id.get(item_id)
+        if question is None:
+            items.append({"id": item_id, "valid": False, "error_type": "unknown_id",
+                          "error": "no question with this id in --questions"})
+            continue
+        category = line.get("category") or category_from_id(item_id)
+        try:
+            verdict = check_bfcl(question, answer_by_id.get(item_id), line.get("result"), category, compat)
+        except BfclSchemaError as exc:
+            items.append({"id": item_id, "valid": False, "error_type": "not_gradable", "error": str(exc)})
+            continue
+        items.append({"id": item_id, "valid": verdict.valid, "error_type": verdict.error_type})
+    n = len(items)
+    accuracy = sum(item["valid"] for item in items) / n if n else 0.0
+    return ScoreResult("bfcl", {"n": n, "accuracy": accuracy}, items)
+
+
+# ------------------------------------------------------------------------------------------ NESTful
+def score_nestful_files(predictions: Path, gold: Path | None, tools_module: Path | None, compat: bool) -> ScoreResult:
+    from fcbench.score.nestful import score_nestful
+
+    lines = read_prediction_lines(predictions)
+    broken = [line for line in lines if isinstance(line, str)]
+    if broken:
+        raise UserError(f"{predictions}: {broken[0]}")
+    gold_by_id = None
+    if gold is not None:
+        gold_by_id = {}
+        for record in read_json_or_lines(gold):
+            if isinstance(record, dict):
+                gold_by_id[str(record.get("sample_id", record.get("id")))] = record
+    if tools_module is None:
+        report = score_nestful(lines, gold_by_id, compat)  # type: ignore[arg-type]
+    else:
+        from fcbench.environments.python_env import PythonEnvironment
+        from fcbench.score.nestful import environment_executor
+
+        if not tools_module.is_file():
+            raise UserError(f"{tools_module}: no such tools module")
+        with PythonEnvironment(tools_module) as environment:
+            report = score_nestful(lines, gold_by_id, compat, environment_executor(environment))  # type: ignore[arg-type]
+    return ScoreResult("nestful", dict(report.summary), list(report.items))
+
+
+# ----------------------------------------------------------------------------------------- CallNavi
+def score_callnavi_files(questions: list[Path], predictions: Path, compat: bool) -> ScoreResult:
+    """Prediction lines are `{"id", "output"}` (raw model text or a parsed answer). Several lines
+    with one id are repeated runs: their stability scores are reported in the summary."""
+    from fcbench.score.callnavi import callnavi_rates, election_stability, levenshtein_stability, score_callnavi
+
+    question_by_id = _records_by_id(questions, "--questions")
+    items: list[dict[str, Any]] = []
+    scores = []
+    outputs_by_id: dict[str, list[Any]] = defaultdict(list)
+    for line in read_prediction_lines(predictions):
+        if isinstance(line, str):
+            items.append({"id": None, "error": line})
+            continue
+        item_id = str(line.get("id"))
+        question = question_by_id.get(item_id)
+        if question is None:
+            items.append({"id": item_id, "error": "no question with this id in --questions"})
+            continue
+        score = score_callnavi(line.get("output", ""), question["ground_truth"], compat)
+        scores.append(score)
+        outputs_by_id[item_id].append(line.get("output", ""))
+        items.append({"id": item_id, "syntax_valid": score.syntax_valid, "routing": score.routing,
+                      "structural": score.structural, "ast_match": score.ast_match, "repairs": list(score.repairs)})
+    summary: dict[str, Any] = {"n": len(items), **callnavi_rates(scores)}
+    repeated = {item_id: outs for item_id, outs in outputs_by_id.items() if len(outs) > 1}
+    if repeated:
+        summary["election_stability"] = sum(election_stability(o) for o in repeated.values()) / len(repeated)
+        summary["levenshtein_stability"] = sum(levenshtein_stability(o) for o in repeated.values()) / len(repeated)
+        summary["repeated_questions"] = len(repeated)
+    return ScoreResult("callnavi", summary, items)
