@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
@@ -66,8 +65,11 @@ def validate(
     file: Path = typer.Argument(..., help="A canonical fcbench JSONL file."),
     as_json: bool = typer.Option(False, "--json", help="Print the problems as JSON."),
 ) -> None:
-    """Check every line of a canonical JSONL file against the sample schema and its cross-field
-    rules; print each problem as FILE:LINE: field: message and exit 1 if there is any."""
+    """Check a canonical JSONL file line by line.
+
+    Each line is checked against the sample schema and the cross-field rules (unknown tools,
+    references to missing or later labels, duplicate labels, a stored difficulty that disagrees
+    with the path). Each problem prints as FILE:LINE: field: message; exit 1 if there is any."""
     from fcbench.validate import validate_file
 
     if not file.is_file():
@@ -107,9 +109,10 @@ def convert(
     nestful_version: Optional[str] = typer.Option(None, "--nestful-version", help="v1 or v2 when writing NESTful."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary."),
 ) -> None:
-    """Convert a benchmark file between formats, through the canonical sample. Items that cannot
-    be converted go to OUT.rejects.jsonl with their reason; what the target format cannot express
-    is reported as one warning line with a count."""
+    """Convert a benchmark file between formats, through the canonical sample.
+
+    Items that cannot be converted go to OUT.rejects.jsonl with their reason; what the target
+    format cannot express is reported as one warning line with a count."""
     from fcbench.convert import convert_file
     from fcbench.formats import FormatOptions
 
@@ -142,9 +145,11 @@ def stats(
     tools: Optional[Path] = typer.Option(None, "--tools", help="NESTful v1 spec or CallNavi APISchema file to read."),
     as_json: bool = typer.Option(False, "--json", help="Print the statistics as one JSON object."),
 ) -> None:
-    """Dataset statistics: samples, average steps and calls per domain, difficulty splits (derived
-    from the gold path, and as published), nesting-depth and dependency-count distributions.
-    Items the reader rejects are counted with their reasons."""
+    """Print dataset statistics of a benchmark file of any format.
+
+    Samples, average steps and calls per domain; difficulty splits (derived from the gold path,
+    and as published); nesting-depth and dependency-count distributions. Items the reader
+    rejects are counted with their reasons."""
     from fcbench.formats import FormatOptions, read_samples
     from fcbench.stats import compute_stats
 
@@ -200,9 +205,11 @@ def lint_tools_command(
         help="Description similarity (0-100) from which tools with the same parameters overlap "
              "[default: 97, near-identical text]."),
 ) -> None:
-    """Check a tool catalog for what makes a benchmark unfair or ambiguous: missing descriptions,
-    untyped or look-alike parameters, required parameters never declared, duplicate tool names,
-    and tools a model cannot tell apart. Findings do not change the exit code unless --strict."""
+    """Check a tool catalog for what makes a benchmark unfair or ambiguous.
+
+    Missing descriptions, untyped or look-alike parameters, required parameters never declared,
+    duplicate tool names, and tools a model cannot tell apart. Findings do not change the exit
+    code unless --strict."""
     from fcbench.catalog import load_tools_file
     from fcbench.catalog.lint import OVERLAP_RATIO, count_by_code, has_errors, lint_tools
 
@@ -231,8 +238,9 @@ def pipelines(
     file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file to read."),
     as_json: bool = typer.Option(False, "--json", help="Print every pipeline's full settings as JSON."),
 ) -> None:
-    """List the pipelines declared in pipelines.yaml with their environment, LLM and stages
-    (the file is fully checked: any problem is reported as FILE:LINE: key: message)."""
+    """List the pipelines declared in pipelines.yaml and their stage settings.
+
+    The file is fully checked: any problem is reported as FILE:LINE: key: message."""
     from fcbench.config import load_pipelines
 
     config = load_pipelines(file)
@@ -311,7 +319,9 @@ def score(
     compat: bool = typer.Option(False, "--compat", help="Reproduce the published reference scorer exactly."),
     as_json: bool = typer.Option(False, "--json", help="Print {metric, summary, items} as one JSON object."),
 ) -> None:
-    """Grade model predictions with the shared scorer; items[i] is the verdict for prediction line i."""
+    """Grade model predictions with the shared scorer.
+
+    The JSON output is {metric, summary, items}; item i is the verdict for prediction line i."""
     from fcbench import scoring
 
     if metric == "bfcl":
