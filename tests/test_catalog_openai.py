@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import json
 
-from conftest import TEST_DATA
+from conftest import REPO
 from openai.types.chat import ChatCompletionToolParam
 from pydantic import TypeAdapter
 
@@ -13,7 +13,7 @@ from fcbench.catalog.openai import openai_tool_param, tools_from_openai, tools_t
 from fcbench.catalog.types import schema_for_type_text
 from fcbench.sample import Tool
 
-FIXTURE = TEST_DATA / "complexfuncbench" / "sydney_melbourne.jsonl"
+FIXTURE = REPO / "datasets" / "complexfuncbench-example" / "trips.jsonl"
 
 
 def _fixture_functions() -> list[dict]:
