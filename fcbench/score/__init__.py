@@ -8,6 +8,8 @@ pipeline's QA steps pick one by the name a pipeline declares:
 - `callnavi`: CallNavi's per-output checks, `score_callnavi(output, ground_truth, compat)`;
 - `callnavi_election_stability` / `callnavi_levenshtein_stability`: stability over repeated runs;
 - `nestful`: NESTful's sequence metrics and win rate, `score_nestful(lines, gold_by_id, compat, executor)`.
+- `complexeval`: ComplexFuncBench's multi-step protocol, `score_complexeval(samples, trajectories)`;
+- `confetti`: CONFETTI's soft AST, chain, dialog-act and validity metrics, `score_confetti(samples, predictions)`.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from fcbench.score.callnavi import (
 )
 from fcbench.score.matching import MatchDecision, StepMatch, match_call, match_step
 from fcbench.score.nestful import NestfulReport, score_nestful
+from fcbench.score.complexeval import ComplexEvalReport, ComplexEvalSession, score_complexeval, score_trajectory
+from fcbench.score.confetti import ConfettiReport, score_confetti
 
 MetricFamily = Callable[..., Any]
 
@@ -34,6 +38,8 @@ METRIC_FAMILIES: dict[str, MetricFamily] = {
     "callnavi_election_stability": election_stability,
     "callnavi_levenshtein_stability": levenshtein_stability,
     "nestful": score_nestful,
+    "complexeval": score_complexeval,
+    "confetti": score_confetti,
 }
 
 
@@ -62,6 +68,9 @@ __all__ = [
     "METRIC_FAMILIES",
     "BfclVerdict",
     "CallNaviScore",
+    "ComplexEvalReport",
+    "ComplexEvalSession",
+    "ConfettiReport",
     "MatchDecision",
     "MetricFamily",
     "NestfulReport",
@@ -75,5 +84,8 @@ __all__ = [
     "metric_family",
     "register_metric_family",
     "score_callnavi",
+    "score_complexeval",
+    "score_confetti",
     "score_nestful",
+    "score_trajectory",
 ]

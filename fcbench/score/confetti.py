@@ -1,0 +1,374 @@
+"""CONFETTI's metric family (arXiv 2506.01859): AST soft accuracy with chained calls, dialog-act
+accuracy and the parameter validity rate (pure: parsed data in, report out).
+
+- Soft score of one argument: a string is scored by a text similarity in [0, 1] (rapidfuzz's
+  normalised similarity by default, 1 when equal after trimming and case-folding) against the
+  best of its accepted values; any other type scores 1 when equivalent (1 == 1.0), else 0. An
+  omitted argument scores 1 when it may be omitted, else 0.
+- Soft score of one call: the mean over the gold call's parameters (gold arguments and every
+  parameter with accepted values), 0 for another function. Parameters the gold call does not
+  have are not scored here (the validity rate looks at them).
+- Chain score of a turn: the PRODUCT over the turn's actions, predicted calls paired with gold
+  calls by `assign_calls` (exact first, then Hungarian on the soft score), so one weak action
+  weakens the whole chain. A gold call left unpaired scores 0, and so does an extra predicted
+  call (a chain with a spurious action did not do what was asked). A turn with no gold call and
+  no predicted call scores 1. AST soft accuracy = mean chain score over scored turns.
+- Dialog-act accuracy: a turn is right when ANY predicted act is among the gold acts. Acts come
+  from the prediction's `dialog_acts`, or from a pluggable classifier of its `response` text.
+- Parameter validity rate: valid predicted argument values / all predicted argument values,
+  validity decided by a pluggable judge; rule-based default: an accepted gold value for that
+  parameter (annotators took gold values from the conversation), or a value found in the
+  conversation text given for the turn.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fcbench.sample import AcceptableValues, Call, Sample
+from fcbench.score.complexeval import value_in_text
+from fcbench.score.matching import (
+    PredictedCall,
+    TextSimilarity,
+    assign_calls,
+    fuzzy_text_similarity,
+    values_equivalent,
+)
+
+DIALOG_ACTS = (
+    "agent_function_calling",
+    "agent_seek_information",
+    "agent_inform_user",
+    "agent_reject_request",
+    "agent_other",
+)
+# The README's short names and the paper's spellings, mapped to the names in the published files.
+DIALOG_ACT_ALIASES = {
+    "function_calling": "agent_function_calling",
+    "seek_info": "agent_seek_information",
+    "seek_information": "agent_seek_information",
+    "agent_seeking_information": "agent_seek_information",
+    "inform": "agent_inform_user",
+    "inform_user": "agent_inform_user",
+    "agent_informing_user": "agent_inform_user",
+    "reject": "agent_reject_request",
+    "reject_request": "agent_reject_request",
+    "agent_rejecting_request": "agent_reject_request",
+    "other": "agent_other",
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Soft AST
+
+
+def candidates_for(param: str, gold: Call, acceptable: Mapping[str, AcceptableValues]) -> list[Any]:
+    """The gold value (if any) followed by the accepted alternatives."""
+    values = [gold.arguments[param]] if param in gold.arguments else []
+    alternatives = acceptable.get(param)
+    return values + (list(alternatives.values) if alternatives else [])
+
+
+def value_soft_score(predicted: Any, candidates: Sequence[Any], text_similarity: TextSimilarity) -> float:
+    """Best score of a predicted value against its candidates (see the module docstring)."""
+    best = 0.0
+    for candidate in candidates:
+        if values_equivalent(predicted, candidate):
+            return 1.0
+        if isinstance(predicted, str) and isinstance(candidate, str):
+            best = max(best, text_similarity(predicted, candidate))
+    return best
+
+
+@dataclass(frozen=True)
+class CallSoftScore:
+    score: float
+    parameters: dict[str, float]  # per gold parameter; empty for another function
+
+
+def call_soft_score(
+    predicted: PredictedCall,
+    gold: Call,
+    acceptable: Mapping[str, AcceptableValues] | None = None,
+    text_similarity: TextSimilarity = fuzzy_text_similarity,
+) -> CallSoftScore:
+    """Mean soft score over the gold parameters; 0 for another function; 1 for a parameterless
+    gold call of the right function."""
+    if predicted.name != gold.name:
+        return CallSoftScore(0.0, {})
+    acceptable = acceptable or {}
+    params = list(dict.fromkeys([*gold.arguments, *acceptable]))
+    scores = {}
+    for param in params:
+        if param not in predicted.arguments:
+            alternatives = acceptable.get(param)
+            scores[param] = 1.0 if alternatives is not None and alternatives.may_omit else 0.0
+        else:
+            scores[param] = value_soft_score(predicted.arguments[param], candidates_for(param, gold, acceptable), text_similarity)
+    return CallSoftScore(sum(scores.values()) / len(scores) if scores else 1.0, scores)
+
+
+@dataclass(frozen=True)
+class ActionScore:
+    """One action of a chain: a gold call and the predicted call paired with it (either may be
+    missing: an unpaired gold call or an extra predicted call scores 0)."""
+
+    gold_label: str | None
+    predicted_index: int | None
+    score: float
+    parameters: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"gold_label": self.gold_label, "predicted_index": self.predicted_index, "score": self.score,
+                "parameters": self.parameters}
+
+
+@dataclass(frozen=True)
+class ChainScore:
+    score: float  # product over the actions
+    actions: list[ActionScore]
+
+
+def chain_score(
+    predicted: Sequence[PredictedCall],
+    gold: Sequence[Call],
+    acceptable: Mapping[str, Mapping[str, AcceptableValues]] | None = None,
+    text_similarity: TextSimilarity = fuzzy_text_similarity,
+) -> ChainScore:
+    """Pair the turn's predicted calls with its gold calls and multiply the action scores."""
+    acceptable = acceptable or {}
+
+    def soft(call: PredictedCall, gold_call: Call) -> CallSoftScore:
+        return call_soft_score(call, gold_call, acceptable.get(gold_call.label), text_similarity)
+
+    actions = []
+    for pair in assign_calls(predicted, gold, lambda p, g: soft(p, g).score):
+        if pair.predicted_index is None or pair.gold_index is None:
+            label = gold[pair.gold_index].label if pair.gold_index is not None else None
+            actions.append(ActionScore(label, pair.predicted_index, 0.0))
+            continue
+        scored = soft(predicted[pair.predicted_index], gold[pair.gold_index])
+        actions.append(ActionScore(gold[pair.gold_index].label, pair.predicted_index, scored.score, scored.parameters))
+    return ChainScore(math.prod(action.score for action in actions), actions)
+
+
+# ---------------------------------------------------------------------------------------------
+# Dialog acts
+
+
+DialogActClassifier = Callable[[str, Sequence[PredictedCall]], list[str]]
+"""`(response text, predicted calls) -> dialog acts`; an LLM classifier plugs in here."""
+
+
+def normal_dialog_act(act: str) -> str:
+    act = act.strip().lower()
+    return DIALOG_ACT_ALIASES.get(act, act)
+
+
+def dialog_act_match(predicted: Iterable[str], gold: Iterable[str]) -> bool:
+    """Right when any predicted act is among the gold acts (CONFETTI's any-match)."""
+    gold_acts = {normal_dialog_act(act) for act in gold}
+    return any(normal_dialog_act(act) in gold_acts for act in predicted)
+
+
+_REJECT_MARKERS = ("sorry", "unable to", "can't", "cannot", "not able to", "not supported")
+
+
+def naive_dialog_act_classifier(response: str, calls: Sequence[PredictedCall]) -> list[str]:
+    """RULE-BASED STAND-IN for an LLM act classifier: function calling when there are calls, a
+    question mark asks for information, an apology or refusal rejects, other text informs."""
+    acts = ["agent_function_calling"] if calls else []
+    text = response.strip()
+    lowered = text.lower()
+    if any(marker in lowered for marker in _REJECT_MARKERS):
+        acts.append("agent_reject_request")
+    if "?" in text:
+        acts.append("agent_seek_information")
+    if text and len(acts) == (1 if calls else 0):
+        acts.append("agent_inform_user")
+    return acts or ["agent_other"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Parameter validity
+
+
+@dataclass(frozen=True)
+class ParameterUse:
+    """A predicted argument value, with what a validity judge needs to decide on it."""
+
+    function: str
+    parameter: str
+    value: Any
+    context: str  # the conversation text given for the turn ("" when none was given)
+    accepted: list[Any]  # gold and accepted values of this function's parameter in this turn
+
+
+ValidityJudge = Callable[[ParameterUse], bool]
+
+
+def grounded_parameter(use: ParameterUse) -> bool:
+    """Rule-based default: an accepted gold value, or a value found in the conversation text."""
+    if any(values_equivalent(use.value, accepted) for accepted in use.accepted):
+        return True
+    return bool(use.context) and value_in_text(use.value, use.context)
+
+
+def accepted_values(sample: Sample) -> dict[tuple[str, str], list[Any]]:
+    """(function, parameter) -> every gold and accepted value of the turn's gold calls."""
+    accepted: dict[tuple[str, str], list[Any]] = {}
+    for call in sample.all_calls():
+        alternatives = (sample.acceptable or {}).get(call.label, {})
+        for param in dict.fromkeys([*call.arguments, *alternatives]):
+            accepted.setdefault((call.name, param), []).extend(candidates_for(param, call, alternatives))
+    return accepted
+
+
+# ---------------------------------------------------------------------------------------------
+# Predictions and the report
+
+
+class PredictionError(ValueError):
+    """A prediction line whose `result` is not BFCL's decoded form."""
+
+
+def decoded_result(result: Any) -> list[PredictedCall]:
+    """BFCL's decoded form `[{"func": {"arg": value}}, ...]` as predicted calls."""
+    if not isinstance(result, list):
+        raise PredictionError(f"result must be a list of {{function: arguments}} objects, got {type(result).__name__}")
+    calls = []
+    for entry in result:
+        if not (isinstance(entry, dict) and len(entry) == 1):
+            raise PredictionError("each result entry must be one {function: arguments} object")
+        (name, arguments), = entry.items()
+        if not isinstance(arguments, dict):
+            raise PredictionError(f"arguments of {name!r} are not an object")
+        calls.append(PredictedCall(str(name), arguments))
+    return calls
+
+
+def prediction_from_sample(sample: Sample) -> dict[str, Any]:
+    """The gold turn written as a prediction line (QA: gold scored against itself is perfect)."""
+    line: dict[str, Any] = {"id": sample.id, "result": [{c.name: dict(c.arguments)} for c in sample.all_calls()]}
+    if sample.dialog_acts is not None:
+        line["dialog_acts"] = list(sample.dialog_acts)
+    return line
+
+
+@dataclass
+class ConfettiReport:
+    summary: dict[str, Any]
+    items: list[dict[str, Any]]  # one per prediction line, in prediction order
+
+
+@dataclass(frozen=True)
+class ConfettiOptions:
+    text_similarity: TextSimilarity = fuzzy_text_similarity
+    act_classifier: DialogActClassifier = naive_dialog_act_classifier
+    validity_judge: ValidityJudge = grounded_parameter
+
+
+def score_confetti(
+    samples: Iterable[Sample],
+    predictions: Iterable[Mapping[str, Any]],
+    options: ConfettiOptions = ConfettiOptions(),
+    contexts: Mapping[str, str] | None = None,
+) -> ConfettiReport:
+    """Score prediction lines `{"id", "result"?, "dialog_acts"?, "response"?}` against the samples
+    with the same id. `contexts` gives each turn's conversation text for the validity judge (the
+    published files carry none); a sample's own messages are used too. A line with an unknown id
+    or a malformed result becomes an item with an error, counted in the summary."""
+    by_id = {sample.id: sample for sample in samples}
+    items = []
+    for line in predictions:
+        sample = by_id.get(str(line.get("id")))
+        if sample is None:
+            items.append({"id": line.get("id"), "error": "unknown_id"})
+            continue
+        context = _context_text(sample, (contexts or {}).get(sample.id, ""))
+        items.append(score_line(sample, line, options, context))
+    return ConfettiReport(summarise(items), items)
+
+
+def _context_text(sample: Sample, given: str) -> str:
+    texts = [m["content"] for m in sample.messages if isinstance(m.get("content"), str)]
+    return "\n".join([*texts, given]).strip()
+
+
+def score_line(sample: Sample, line: Mapping[str, Any], options: ConfettiOptions, context: str) -> dict[str, Any]:
+    """Every metric the line allows: AST when it has a result, dialog acts when the sample has
+    gold acts and the line has acts or a response to classify."""
+    item: dict[str, Any] = {"id": sample.id}
+    calls: list[PredictedCall] = []
+    if "result" in line:
+        try:
+            calls = decoded_result(line["result"])
+        except PredictionError as exc:
+            return {**item, "error": "malformed_result", "detail": str(exc)}
+        gold = sample.all_calls()
+        chain = chain_score(calls, gold, sample.acceptable, options.text_similarity)
+        item.update(ast_soft=chain.score, exact=chain.score == 1.0, chain_length=len(gold),
+                    actions=[action.to_json() for action in chain.actions])
+        item.update(_validity(sample, calls, options.validity_judge, context))
+    if sample.dialog_acts is not None:
+        acts = _predicted_acts(line, calls, options.act_classifier)
+        if acts is not None:
+            item.update(predicted_acts=acts, gold_acts=list(sample.dialog_acts),
+                        dialog_act_match=dialog_act_match(acts, sample.dialog_acts))
+    return item
+
+
+def _predicted_acts(line: Mapping[str, Any], calls: list[PredictedCall], classifier: DialogActClassifier) -> list[str] | None:
+    if isinstance(line.get("dialog_acts"), list):
+        return [str(act) for act in line["dialog_acts"]]
+    if isinstance(line.get("response"), str):
+        return classifier(line["response"], calls)
+    return None
+
+
+def _validity(sample: Sample, calls: list[PredictedCall], judge: ValidityJudge, context: str) -> dict[str, Any]:
+    accepted = accepted_values(sample)
+    invalid, total = [], 0
+    for call in calls:
+        for param, value in call.arguments.items():
+            total += 1
+            if not judge(ParameterUse(call.name, param, value, context, accepted.get((call.name, param), []))):
+                invalid.append(f"{call.name}.{param}")
+    return {"parameters_total": total, "parameters_valid": total - len(invalid), "invalid_parameters": invalid}
+
+
+def summarise(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    scored = [item for item in items if "ast_soft" in item]
+    acts = [item for item in items if "dialog_act_match" in item]
+    total_parameters = sum(item.get("parameters_total", 0) for item in items)
+    by_length: dict[str, list[float]] = {}
+    for item in scored:
+        by_length.setdefault(str(item["chain_length"]), []).append(item["ast_soft"])
+    return {
+        "n": len(items),
+        "n_ast": len(scored),
+        "ast_soft_accuracy": _mean(item["ast_soft"] for item in scored),
+        "ast_exact_accuracy": _mean(float(item["exact"]) for item in scored),
+        "by_chain_length": {
+            length: {"n": len(scores), "ast_soft_accuracy": _mean(scores)}
+            for length, scores in sorted(by_length.items(), key=lambda kv: int(kv[0]))
+        },
+        "n_dialog_acts": len(acts),
+        "dialog_act_accuracy": _mean(float(item["dialog_act_match"]) for item in acts),
+        "n_parameters": total_parameters,
+        "parameter_validity_rate": (
+            sum(item.get("parameters_valid", 0) for item in items) / total_parameters if total_parameters else None
+        ),
+        "errors": {
+            "unknown_id": sum(item.get("error") == "unknown_id" for item in items),
+            "malformed_result": sum(item.get("error") == "malformed_result" for item in items),
+        },
+    }
+
+
+def _mean(values: Iterable[float]) -> float | None:
+    values = list(values)
+    return sum(values) / len(values) if values else None
