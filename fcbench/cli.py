@@ -304,17 +304,24 @@ Inputs per metric:
   sequences for the win rate. Items {"sample_id", "win", "full_match"}.
 
   callnavi: prediction lines {"id", "output"} (raw model text or parsed answer) with --questions
-  Questions/<domain>.json; several lines with one id are repeated runs (stability scores)."""
+  Questions/<domain>.json; several lines with one id are repeated runs (stability scores).
+
+  complexeval: saved trajectories {"id", "turns": [[{"name", "arguments"}, ...], ..., "final text"]}
+  against --gold samples (any format, --gold-format); summary in ComplexFuncBench's Table 2 shape.
+
+  confetti: prediction lines {"id", "result": [{"func": {"arg": value}}]} and/or {"id",
+  "dialog_acts": [...]} against --gold (e.g. the CONFETTI ground truth with --gold-format confetti)."""
 
 
 @app.command(epilog=SCORE_EPILOG)
 @user_errors
 def score(
-    metric: str = typer.Option(..., "--metric", help="bfcl, nestful or callnavi."),
+    metric: str = typer.Option(..., "--metric", help="bfcl, nestful, callnavi, complexeval or confetti."),
     predictions: Path = typer.Option(..., "--predictions", help="Model predictions, one JSON object per line."),
     questions: list[Path] = typer.Option([], "--questions", help="BFCL question file / CallNavi Questions file (repeatable)."),
     answers: list[Path] = typer.Option([], "--answers", help="BFCL possible-answer file (repeatable)."),
-    gold: Optional[Path] = typer.Option(None, "--gold", help="NESTful: gold file (NESTful or fcbench lines)."),
+    gold: Optional[Path] = typer.Option(None, "--gold", help="Gold file (nestful, complexeval, confetti)."),
+    gold_format: str = typer.Option("fcbench", "--gold-format", help="Format of --gold for complexeval/confetti."),
     tools_module: Optional[Path] = typer.Option(None, "--tools-module", help="NESTful: Python tools to execute for win rate."),
     compat: bool = typer.Option(False, "--compat", help="Reproduce the published reference scorer exactly."),
     as_json: bool = typer.Option(False, "--json", help="Print {metric, summary, items} as one JSON object."),
@@ -334,8 +341,12 @@ def score(
         if not questions:
             raise UserError("--metric callnavi needs --questions Questions/<domain>.json")
         result = scoring.score_callnavi_files(questions, predictions, compat)
+    elif metric == "complexeval":
+        result = scoring.score_complexeval_files(predictions, gold, gold_format)
+    elif metric == "confetti":
+        result = scoring.score_confetti_files(predictions, gold, gold_format)
     else:
-        raise UserError(f"unknown metric {metric!r}; choose bfcl, nestful or callnavi")
+        raise UserError(f"unknown metric {metric!r}; choose bfcl, nestful, callnavi, complexeval or confetti")
     if as_json:
         print_json(result.as_dict())
         return
@@ -344,5 +355,7 @@ def score(
     table.add_column("measure")
     table.add_column("value", justify="right")
     for key, value in result.summary.items():
+        if isinstance(value, dict):
+            value = ", ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in value.items())
         table.add_row(key, f"{value:.4f}" if isinstance(value, float) else str(value))
     console.print(table)

@@ -143,3 +143,44 @@ def score_callnavi_files(questions: list[Path], predictions: Path, compat: bool)
         summary["levenshtein_stability"] = sum(levenshtein_stability(o) for o in repeated.values()) / len(repeated)
         summary["repeated_questions"] = len(repeated)
     return ScoreResult("callnavi", summary, items)
+
+
+# ----------------------------------------------------------------------------- ComplexEval, CONFETTI
+def _gold_samples(gold: Path | None, gold_format: str, metric: str) -> list[Any]:
+    """The gold samples of a benchmark file in any format the convert command reads; items the
+    reader rejects make the run fail loudly, since scoring against a partial gold is misleading."""
+    from fcbench.formats import Rejected, read_samples
+
+    if gold is None:
+        raise UserError(f"--metric {metric} needs --gold FILE (with --gold-format if not fcbench)")
+    samples, rejected = [], []
+    for item in read_samples(gold, gold_format):
+        (rejected if isinstance(item, Rejected) else samples).append(item)
+    if rejected:
+        raise UserError(f"{gold}: {len(rejected)} gold items could not be read, first: {rejected[0].source}: "
+                        f"{rejected[0].reason}")
+    return samples
+
+
+def _readable_lines(predictions: Path) -> list[dict[str, Any]]:
+    lines = read_prediction_lines(predictions)
+    broken = [line for line in lines if isinstance(line, str)]
+    if broken:
+        raise UserError(f"{predictions}: {broken[0]}")
+    return lines  # type: ignore[return-value]
+
+
+def score_complexeval_files(predictions: Path, gold: Path | None, gold_format: str) -> ScoreResult:
+    """Prediction lines are saved trajectories `{"id", "turns": [[calls...], ..., "final text"]}`."""
+    from fcbench.score.complexeval import score_complexeval
+
+    report = score_complexeval(_gold_samples(gold, gold_format, "complexeval"), _readable_lines(predictions))
+    return ScoreResult("complexeval", report.summary, report.items)
+
+
+def score_confetti_files(predictions: Path, gold: Path | None, gold_format: str) -> ScoreResult:
+    """Prediction lines are `{"id", "result": [{"func": {"arg": value}}]}` and/or `{"id", "dialog_acts"}`."""
+    from fcbench.score.confetti import score_confetti
+
+    report = score_confetti(_gold_samples(gold, gold_format, "confetti"), _readable_lines(predictions))
+    return ScoreResult("confetti", report.summary, report.items)

@@ -81,3 +81,42 @@ def test_unknown_metric_is_one_line_and_exit_1(tmp_path):
     result = runner.invoke(app, ["score", "--metric", "nope", "--predictions", str(predictions)])
     assert result.exit_code == 1
     assert "unknown metric 'nope'" in result.output and "Traceback" not in result.output
+
+
+def test_confetti_gold_against_itself_and_a_perturbed_string(tmp_path):
+    gold = EXTERNAL / "confetti" / "possible_answer_BFCL_v2_conversationsclean.json"
+    predictions = _write_lines(tmp_path / "p.jsonl", [
+        {"id": "conversationsclean_0", "result": [{"HRCompanyDirectory_employees": {"name": "Shalissa Valentino"}}]},
+        {"id": "conversationsclean_2", "result": [{"BookFlight_get_airport_code": {"query": "San Diego"}}]},
+        {"id": "conversationsclean_4", "result": [{"BookFlight_search_flights": {  # one wrong string parameter
+            "departure_airport": "SAN", "arrival_airport": "DFW", "departure_date": "2024-04-24"}}]},
+    ])
+    out = _score("--metric", "confetti", "--gold", str(gold), "--gold-format", "confetti",
+                 "--predictions", str(predictions))
+    assert out["metric"] == "confetti" and len(out["items"]) == 3
+    scores = [item["ast_soft"] for item in out["items"]]
+    assert scores[0] == 1.0 and scores[1] == 1.0
+    assert 0.5 < scores[2] < 1.0  # soft: two exact parameters, one similar string
+    assert [item["exact"] for item in out["items"]] == [True, True, False]
+
+
+def test_complexeval_scores_saved_trajectories_against_the_bundled_example(tmp_path):
+    from fcbench.formats import read_samples
+    from conftest import REPO
+
+    example = REPO / "datasets" / "complexfuncbench-example" / "trips.jsonl"
+    samples = {s.id: s for s in read_samples(example, "complexfuncbench")}
+    car = samples["Car-Rental-3"]
+    gold_call = car.calls[0][0]
+    perfect = [[{"name": gold_call.name, "arguments": gold_call.arguments}], "Here are the cars."]
+    silent = ["I cannot help with that."]  # stops before calling anything
+    predictions = _write_lines(tmp_path / "t.jsonl", [
+        {"id": "Car-Rental-3", "turns": perfect},
+        {"id": "Car-Rental-3", "turns": silent},
+    ])
+    out = _score("--metric", "complexeval", "--gold", str(example), "--gold-format", "complexfuncbench",
+                 "--predictions", str(predictions))
+    assert out["summary"]["n"] == 2
+    assert out["summary"]["success_rate"] == 0.5
+    assert out["summary"]["errors"]["stop_early"] == 1
+    assert [item["success"] for item in out["items"]] == [True, False]
