@@ -359,3 +359,127 @@ def score(
             value = ", ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in value.items())
         table.add_row(key, f"{value:.4f}" if isinstance(value, float) else str(value))
     console.print(table)
+
+
+# ------------------------------------------------------------------------------------------ mock-llm
+@app.command(
+    "mock-llm",
+    epilog=(
+        "Examples:\n\n"
+        "  build-dataset mock-llm --port 8765 --latency-ms 200\n\n"
+        "  build-dataset mock-llm --script replies.jsonl   "
+        "(then: export OPENAI_BASE_URL=<the printed URL>)\n\n"
+        '  replies.jsonl lines look like {"user_contains": "weather", "tool_calls": '
+        '[{"name": "get_weather", "arguments": {"city": "Paris"}}]} or {"call": 2, "status": 429, "retry_after": 1}'
+    ),
+)
+@user_errors
+def mock_llm(
+    port: int = typer.Option(0, "--port", min=0, max=65535, help="Port on 127.0.0.1 (0 picks a free one)."),
+    script: Optional[Path] = typer.Option(
+        None, "--script", help="JSON or JSONL rules: canned replies matched by user_contains / call / times."),
+    latency_ms: float = typer.Option(0.0, "--latency-ms", min=0, help="Delay added to every chat request."),
+    require_key_env: Optional[str] = typer.Option(
+        None, "--require-key-env", help="Answer 401 unless the client sends the key held by this variable."),
+) -> None:
+    """Run a local OpenAI-compatible LLM server in the foreground, to dry-run a pipeline.
+
+    Serves POST /v1/chat/completions (text and tool calls), GET /v1/models and GET /_stats.
+    Without a script, a request offering tools gets a call to its first tool with placeholder
+    arguments, and any other request an echo of the last user message. Ctrl-C stops it."""
+    import os
+
+    from generate.mock_server import run_foreground
+
+    api_key = None
+    if require_key_env is not None:
+        api_key = os.environ.get(require_key_env)
+        if not api_key:
+            raise UserError(f"--require-key-env: ${require_key_env} is not set")
+    if script is not None and not script.is_file():
+        raise UserError(f"{script}: no such file")
+    run_foreground(port, script, latency_ms, api_key, announce=lambda line: print(line, flush=True))
+
+
+# ----------------------------------------------------------------------------------- filter, execute
+def _load_pipeline(name: str, file: Path):
+    from fcbench.config import load_pipelines
+
+    return load_pipelines(file).get_pipeline(name)
+
+
+@app.command("filter", epilog="Example:  build-dataset filter nestful-math --json")
+@user_errors
+def filter_command(
+    pipeline: str = typer.Argument(..., help="A pipeline declared in pipelines.yaml."),
+    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
+    input_file: Optional[Path] = typer.Option(None, "--input", help="Filter this canonical file instead of the "
+                                              "stage input the pipeline names."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+) -> None:
+    """Keep the candidates whose gold path is well formed, grounded, executes and reproduces.
+
+    Checks run cheapest first: format (tools, parameters, required, types), grounding (argument
+    values stated in the query or earlier responses), execution in the pipeline's environment,
+    reproduction of the recorded answer and responses, and repeated runs. Writes
+    build/validated.jsonl, build/validated.rejects.jsonl (each with its reason) and
+    build/filter.summary.json; a killed run resumes where it stopped."""
+    from fcbench.pipeline import run_filter_stage
+
+    summary = run_filter_stage(_load_pipeline(pipeline, file), input_file)
+    if as_json:
+        print_json(summary.as_dict())
+        return
+    console.print(f"filter {pipeline}: {summary.total} samples from {summary.input}", highlight=False, soft_wrap=True)
+    table = Table()
+    table.add_column("outcome")
+    table.add_column("samples", justify="right")
+    for category, count in summary.counts.items():
+        table.add_row(category.replace("_", " "), str(count))
+    console.print(table)
+    if summary.reasons:
+        console.print(_count_table("rejects by reason", "reason", summary.reasons))
+    if summary.grounding_reported:
+        console.print(f"{summary.grounding_reported} kept samples have ungrounded values (listed in "
+                      f"filter.summary.json; set stages.filter.grounding: reject to reject them)")
+    if summary.resumed:
+        console.print(f"resumed: {summary.resumed} decisions taken from the interrupted run")
+    console.print(f"validated: {summary.outputs['validated']}\nrejects:   {summary.outputs['rejects']}", highlight=False)
+
+
+@app.command(epilog="Example:  build-dataset execute ../shared/external/nestful/toy_data.jsonl --from nestful "
+                    "--tools datasets/nestful-math/tools.py --round-to-gold --json")
+@user_errors
+def execute(
+    file: Path = typer.Argument(..., help="Samples in any format the convert command reads."),
+    tools: Path = typer.Option(..., "--tools", help="Python module implementing the tools."),
+    from_format: str = typer.Option("fcbench", "--from", help="Format of FILE."),
+    answers: Optional[Path] = typer.Option(None, "--answers", help="BFCL possible-answer file."),
+    spec: Optional[Path] = typer.Option(None, "--spec", help="NESTful v1 spec or CallNavi APISchema file."),
+    round_to_gold: bool = typer.Option(False, "--round-to-gold", help="Compare numbers as NESTful does: "
+                                       "round the result to the gold answer's decimals."),
+    timeout: float = typer.Option(5.0, "--timeout", help="Seconds per call."),
+    as_json: bool = typer.Option(False, "--json", help='Print {"summary", "items"} as JSON.'),
+) -> None:
+    """Execute the gold path of every sample and say whether it reproduces the recorded answer.
+
+    Tools run in worker subprocesses with a timeout and a memory cap, arguments bound by keyword.
+    Items are in input order: {"id", "ok", "reproduces", "answer", "error"}."""
+    from fcbench.answers import NESTFUL_COMPARISON, AnswerComparison
+    from fcbench.formats import FormatOptions
+    from fcbench.pipeline import execute_file
+
+    report = execute_file(file, from_format, FormatOptions(answers=answers, tools=spec), tools, timeout=timeout,
+                          comparison=NESTFUL_COMPARISON if round_to_gold else AnswerComparison())
+    if as_json:
+        print_json(report.as_dict())
+        return
+    table = Table(title=f"execute {file}")
+    for column in ("id", "ran", "reproduces", "answer / error"):
+        table.add_column(column, overflow="fold")
+    for item in report.items:
+        shown = item["error"] if not item["ok"] else json.dumps(item["answer"], ensure_ascii=False)[:60]
+        table.add_row(str(item["id"]), "yes" if item["ok"] else "no",
+                      {True: "yes", False: "no", None: "-"}[item["reproduces"]], shown)
+    console.print(table)
+    console.print(" ".join(f"{k}={v}" for k, v in report.summary.items()), highlight=False)

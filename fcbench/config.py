@@ -137,6 +137,7 @@ class ToleranceConfig(_Config):
 class FilterConfig(_Config):
     """Execution-based filter of generalized candidates."""
 
+    input: str | None = None  # the canonical file to filter; default <dataset_dir>/build/candidates.jsonl
     grounding: Literal["report", "reject"] = "report"  # argument values not grounded in the query
     repeat: int = Field(1, ge=1)  # executions per candidate, to catch non-deterministic tools
     tolerance: ToleranceConfig = Field(default_factory=ToleranceConfig)

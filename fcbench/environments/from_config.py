@@ -1,0 +1,53 @@
+"""Open the environment a pipeline declares (`environment:` in pipelines.yaml)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from fcbench.config import PipelineConfig
+from fcbench.environments import Environment
+from fcbench.errors import UserError
+from fcbench.sample import Sample, Tool
+
+
+def pipeline_tools(pipeline: PipelineConfig, samples: Sequence[Sample]) -> list[Tool]:
+    """The pipeline's catalog when it names one that exists, else the tools the samples carry
+    (first spec of each name), so argument coercion always has a schema."""
+    path = pipeline.tools_path
+    if path is not None and path.is_file():
+        from fcbench.catalog import load_tools_file
+
+        return load_tools_file(path)
+    tools: dict[str, Tool] = {}
+    for sample in samples:
+        for tool in sample.tools:
+            tools.setdefault(tool.name, tool)
+    return list(tools.values())
+
+
+def open_environment(pipeline: PipelineConfig, samples: Sequence[Sample]) -> Environment:
+    settings = pipeline.environment
+    if settings is None:
+        raise UserError(f"pipeline {pipeline.name!r} declares no environment: add `environment:` to pipelines.yaml")
+    tools = pipeline_tools(pipeline, samples)
+    if settings.kind == "python":
+        from fcbench.environments.python_env import EnvironmentStartError, PythonEnvironment
+
+        if not settings.module:
+            raise UserError(f"pipeline {pipeline.name!r}: a python environment needs `module:`")
+        try:
+            return PythonEnvironment(pipeline.resolve(settings.module), tools, workers=settings.workers,
+                                     timeout=settings.timeout_s, memory_limit_mb=settings.memory_mb,
+                                     seed=pipeline.seed)
+        except EnvironmentStartError as exc:
+            raise UserError(f"pipeline {pipeline.name!r}: {exc}") from None
+    if settings.kind == "recorded":
+        from fcbench.environments.recorded import RecordedEnvironment, RecordedStore
+
+        try:  # the config guarantees `responses` for this kind
+            return RecordedEnvironment(RecordedStore.load(pipeline.resolve(settings.responses or ""), tools))
+        except (OSError, ValueError) as exc:
+            raise UserError(f"pipeline {pipeline.name!r}: {exc}") from None
+    from fcbench.environments.http_env import HttpEnvironment
+
+    return HttpEnvironment(tools, base_url=settings.base_url, timeout=settings.timeout_s)

@@ -1,0 +1,247 @@
+"""The execution-based filter stage: every candidate is kept or rejected with a machine-readable reason.
+
+Checks run cheapest first, and the first failing one decides:
+1. format: the sample reads and validates (known tools, resolvable references, unique labels), each
+   call names known parameters, gives the required ones, and its literal values fit their types;
+2. grounding: every literal argument value is supported by the query or an earlier response
+   (`fcbench.grounding`); reported on the kept sample, or a reject when the pipeline says so;
+3. execution: the gold path runs in the pipeline's environment;
+4. reproduction: the run gives the recorded answer and the recorded responses (tolerance from the
+   pipeline), and running it again (`repeat`) gives the same responses every time.
+
+The categories follow APIGen's table (passed, failed format, failed execution, failed reproduction),
+with grounding counted on its own line. Decisions are journaled as they are made, so a run killed
+midway resumes where it stopped; the output files are written once, atomically, in input order, and
+a resumed run writes the same bytes as a clean one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Sequence
+
+from fcbench.answers import AnswerComparison, NumberMode, answers_match
+from fcbench.call_format import check_call_format
+from fcbench.config import FilterConfig
+from fcbench.environments import Environment
+from fcbench.execution import GoldPathResult, execute_gold_paths
+from fcbench.formats import Rejected
+from fcbench.grounding import ungrounded_values
+from fcbench.jsonl import dumps_line, iter_json_lines, write_json, write_json_lines
+from fcbench.references import parse_reference
+from fcbench.sample import Sample, sample_to_dict
+from fcbench.validate import semantic_problems
+
+BATCH_SIZE = 128  # samples executed per round trip to the environment, and per journal flush
+
+
+class FilterCategory(str, Enum):
+    PASSED = "passed"
+    FAILED_FORMAT = "failed_format"
+    FAILED_GROUNDING = "failed_grounding"
+    FAILED_EXECUTION = "failed_execution"
+    FAILED_REPRODUCTION = "failed_reproduction"
+
+
+@dataclass
+class Verdict:
+    id: str
+    category: FilterCategory
+    reason: str | None = None  # e.g. "format.missing_required", "execution.timeout"
+    detail: str | None = None  # what exactly, for a person
+    notes: list[str] = field(default_factory=list)  # reported, not rejected (grounding in report mode)
+
+    @property
+    def kept(self) -> bool:
+        return self.category is FilterCategory.PASSED
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["category"] = self.category.value
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Verdict":
+        return cls(**{**data, "category": FilterCategory(data["category"])})
+
+
+def _reject(sample_id: str, category: FilterCategory, reason: str, detail: str) -> Verdict:
+    return Verdict(sample_id, category, reason, detail)
+
+
+# ----------------------------------------------------------------------------------- static checks
+_SEMANTIC_REASONS = (("unknown tool", "format.unknown_tool"), ("reference", "format.bad_reference"),
+                     ("duplicate label", "format.duplicate_label"), ("no call has label", "format.acceptable_label"))
+
+
+def static_verdict(sample: Sample, settings: FilterConfig) -> Verdict:
+    """Format and grounding checks, no execution. PASSED means: go on and execute."""
+    for where, message in semantic_problems(sample):
+        if where == "difficulty":
+            continue  # derived, rewritten on output
+        reason = next((code for key, code in _SEMANTIC_REASONS if key in message), "format.invalid")
+        return _reject(sample.id, FilterCategory.FAILED_FORMAT, reason, f"{where}: {message}")
+    for step in sample.all_steps():
+        for call in step:
+            issue = check_call_format(call, sample.tools, skip_type_check=lambda v: parse_reference(v) is not None)
+            if issue is not None:
+                return _reject(sample.id, FilterCategory.FAILED_FORMAT, f"format.{issue.kind}",
+                               f"{call.label}: {issue.message}")
+    ungrounded = ungrounded_values(sample)
+    notes = [f"ungrounded value {value.describe()}" for value in ungrounded]
+    if ungrounded and settings.grounding == "reject":
+        return _reject(sample.id, FilterCategory.FAILED_GROUNDING, "grounding.ungrounded_value", "; ".join(notes))
+    return Verdict(sample.id, FilterCategory.PASSED, notes=notes)
+
+
+# ------------------------------------------------------------------------------- execution checks
+def comparison_of(settings: FilterConfig) -> AnswerComparison:
+    tolerance = settings.tolerance
+    return AnswerComparison(NumberMode(tolerance.mode), abs_tol=tolerance.absolute, rel_tol=tolerance.relative)
+
+
+def execution_verdict(sample: Sample, runs: Sequence[GoldPathResult], comparison: AnswerComparison,
+                      notes: list[str]) -> Verdict:
+    """Judge the repeated runs of one sample's gold path against what the sample recorded."""
+    first = runs[0]
+    if not first.ok:
+        failed = first.failure
+        reason = failed.outcome.reason.value if failed and failed.outcome.reason else "not_run"
+        where = f"{failed.label} ({failed.name}): {failed.outcome.error}" if failed else "the path did not run"
+        return _reject(sample.id, FilterCategory.FAILED_EXECUTION, f"execution.{reason}", where)
+    if "answer" in sample.model_fields_set and not answers_match(first.answer, sample.answer, comparison):
+        return _reject(sample.id, FilterCategory.FAILED_REPRODUCTION, "reproduction.answer_mismatch",
+                       f"executed answer {_short(first.answer)} != recorded {_short(sample.answer)}")
+    recorded = [call for step in sample.all_steps() for call in step]
+    executed = [call for step in first.sample.all_steps() for call in step]
+    for before, after in zip(recorded, executed):
+        if "response" in before.model_fields_set and not answers_match(after.response, before.response, comparison):
+            return _reject(sample.id, FilterCategory.FAILED_REPRODUCTION, "reproduction.response_mismatch",
+                           f"{before.label} ({before.name}) answered differently from its recorded response")
+    for attempt, run in enumerate(runs[1:], start=2):
+        if run.path != first.path:
+            return _reject(sample.id, FilterCategory.FAILED_REPRODUCTION, "reproduction.nondeterministic",
+                           f"run {attempt} gave other responses than run 1")
+    return Verdict(sample.id, FilterCategory.PASSED, notes=notes)
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# ----------------------------------------------------------------------------------------- the run
+@dataclass
+class FilterSummary:
+    input: str
+    total: int
+    counts: dict[str, int]
+    reasons: dict[str, int]
+    grounding_reported: int  # kept samples carrying an ungrounded-value note
+    grounding_notes: dict[str, list[str]]  # those notes, by sample id
+    outputs: dict[str, str]
+    resumed: int = 0  # decisions taken from the journal of an interrupted run
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class FilterPaths:
+    validated: Path
+    rejects: Path
+    summary: Path
+    journal: Path
+
+    @classmethod
+    def in_dir(cls, build_dir: Path) -> "FilterPaths":
+        return cls(build_dir / "validated.jsonl", build_dir / "validated.rejects.jsonl",
+                   build_dir / "filter.summary.json", build_dir / "filter.journal.jsonl")
+
+
+def _content_key(record: Any, settings_key: str) -> str:
+    text = json.dumps(record, sort_keys=True, ensure_ascii=False, default=str) + settings_key
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+
+
+def _load_journal(path: Path) -> dict[str, dict[str, Any]]:
+    """Decisions already taken; a line cut short by a kill is ignored (it is redone)."""
+    if not path.is_file():
+        return {}
+    done = {}
+    for line in iter_json_lines(path):
+        if line.error is None and isinstance(line.value, dict) and "key" in line.value:
+            done[line.value["key"]] = line.value
+    return done
+
+
+def _batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def run_filter(items: Iterable[Sample | Rejected], environment: Environment, settings: FilterConfig,
+               paths: FilterPaths, input_name: str, batch_size: int = BATCH_SIZE) -> FilterSummary:
+    items = list(items)
+    settings_key = settings.model_dump_json()
+    keys = [_content_key(sample_to_dict(item) if isinstance(item, Sample) else [item.source, item.raw], settings_key)
+            for item in items]
+    done = _load_journal(paths.journal)
+    resumed = sum(key in done for key in keys)
+    comparison = comparison_of(settings)
+    paths.journal.parent.mkdir(parents=True, exist_ok=True)
+    with open(paths.journal, "a", encoding="utf-8") as journal:
+        pending = [(key, item) for key, item in zip(keys, items) if key not in done]
+        for batch in _batches(pending, batch_size):
+            for key, entry in _decide_batch(batch, environment, settings, comparison):
+                done[key] = entry
+                journal.write(dumps_line(entry) + "\n")
+            journal.flush()
+    entries = [done[key] for key in keys]
+    write_json_lines(paths.validated, (entry["sample"] for entry in entries if entry["verdict"]["category"] == "passed"))
+    write_json_lines(paths.rejects, (
+        {**{k: entry["verdict"][k] for k in ("id", "category", "reason", "detail")}, "sample": entry["sample"]}
+        for entry in entries if entry["verdict"]["category"] != "passed"))
+    verdicts = [Verdict.from_json(entry["verdict"]) for entry in entries]
+    summary = FilterSummary(
+        input=input_name,
+        total=len(verdicts),
+        counts={category.value: sum(v.category is category for v in verdicts) for category in FilterCategory},
+        reasons=dict(sorted(Counter(v.reason for v in verdicts if v.reason).items())),
+        grounding_reported=sum(1 for v in verdicts if v.kept and v.notes),
+        grounding_notes={v.id: v.notes for v in verdicts if v.kept and v.notes},
+        outputs={"validated": str(paths.validated), "rejects": str(paths.rejects)},
+    )
+    write_json(paths.summary, summary.as_dict(), indent=2)
+    paths.journal.unlink(missing_ok=True)  # the outputs now hold every decision
+    summary.resumed = resumed
+    return summary
+
+
+def _decide_batch(batch: Sequence[tuple[str, Sample | Rejected]], environment: Environment,
+                  settings: FilterConfig, comparison: AnswerComparison) -> Iterator[tuple[str, dict[str, Any]]]:
+    to_run: list[tuple[str, Sample, Verdict]] = []
+    for key, item in batch:
+        if isinstance(item, Rejected):
+            verdict = Verdict(str(item.source), FilterCategory.FAILED_FORMAT, "format.schema", item.reason)
+            yield key, {"key": key, "verdict": verdict.to_json(), "sample": item.raw}
+            continue
+        verdict = static_verdict(item, settings)
+        if not verdict.kept:
+            yield key, {"key": key, "verdict": verdict.to_json(), "sample": sample_to_dict(item)}
+        else:
+            to_run.append((key, item, verdict))
+    if not to_run:
+        return
+    samples = [sample for _, sample, _ in to_run]
+    runs = [execute_gold_paths(samples, environment) for _ in range(settings.repeat)]
+    for index, (key, sample, static) in enumerate(to_run):
+        sample_runs = [attempt[index] for attempt in runs]
+        verdict = execution_verdict(sample, sample_runs, comparison, static.notes)
+        kept_sample = sample_runs[0].sample if verdict.kept else sample
+        yield key, {"key": key, "verdict": verdict.to_json(), "sample": sample_to_dict(kept_sample)}

@@ -1,0 +1,103 @@
+"""Running stages of a declared pipeline: where each stage reads and writes, and the glue between
+the configuration, the environment and the stage logic (which lives in its own module)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fcbench.answers import ExecutionFailed
+from fcbench.config import PipelineConfig
+from fcbench.errors import UserError
+from fcbench.formats import FormatOptions, Rejected, read_samples
+from fcbench.sample import Sample
+
+
+def filter_input_path(pipeline: PipelineConfig) -> Path:
+    configured = pipeline.stages.filter.input
+    return pipeline.resolve(configured) if configured else pipeline.build_dir / "candidates.jsonl"
+
+
+def run_filter_stage(pipeline: PipelineConfig, input_file: Path | None = None):
+    """`build-dataset filter PIPELINE`: filter the candidates (or `input_file`) into
+    validated.jsonl + validated.rejects.jsonl + filter.summary.json under the build folder."""
+    from fcbench.environments.from_config import open_environment
+    from fcbench.filter import FilterPaths, run_filter
+
+    source = input_file or filter_input_path(pipeline)
+    if not source.is_file():
+        raise UserError(f"{source}: no such file (the filter reads the previous stage's output; "
+                        f"set stages.filter.input or pass --input)")
+    items = list(read_samples(source, "fcbench"))
+    samples = [item for item in items if isinstance(item, Sample)]
+    with open_environment(pipeline, samples) as environment:
+        return run_filter(items, environment, pipeline.stages.filter, FilterPaths.in_dir(pipeline.build_dir),
+                          str(source))
+
+
+# ------------------------------------------------------------------------------------- execute
+def _failure_text(failure) -> str:
+    if failure is None:
+        return "the path did not run"
+    reason = failure.outcome.reason.value if failure.outcome.reason else "error"
+    return f"{failure.label} ({failure.name}): {reason}: {failure.outcome.error}"
+
+
+@dataclass
+class ExecuteReport:
+    summary: dict[str, Any]
+    items: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"summary": self.summary, "items": self.items}
+
+
+def execute_file(path: Path, fmt: str, options: FormatOptions, tools_module: Path, *,
+                 workers: int | None = None, timeout: float = 5.0, seed: int = 0,
+                 comparison=None) -> ExecuteReport:
+    """`build-dataset execute`: run every sample's gold path with the tools of a Python module and
+    say, per sample in input order, whether it ran and whether it reproduces the recorded answer."""
+    from fcbench.answers import AnswerComparison
+    from fcbench.environments.python_env import EnvironmentStartError, PythonEnvironment
+    from fcbench.execution import execute_gold_paths
+
+    if not tools_module.is_file():
+        raise UserError(f"{tools_module}: no such tools module")
+    items = list(read_samples(path, fmt, options))
+    samples = [item for item in items if isinstance(item, Sample)]
+    tools = {tool.name: tool for sample in samples for tool in sample.tools}
+    try:
+        environment = PythonEnvironment(tools_module, list(tools.values()), workers=workers, timeout=timeout, seed=seed)
+    except EnvironmentStartError as exc:
+        raise UserError(str(exc)) from None
+    with environment:
+        results = iter(execute_gold_paths(samples, environment))
+    comparison = comparison or AnswerComparison()
+    report_items = []
+    for item in items:
+        if isinstance(item, Rejected):
+            report_items.append({"id": None, "ok": False, "reproduces": None, "answer": None,
+                                 "error": f"{item.source}: {item.reason}"})
+            continue
+        result = next(results)
+        failure = result.failure
+        answer = None if isinstance(result.answer, ExecutionFailed) else result.answer
+        report_items.append({
+            "id": item.id,
+            "ok": result.ok,
+            "reproduces": result.matches_gold(comparison) if result.ok else (False if "answer" in item.model_fields_set else None),
+            "answer": answer,
+            "error": None if result.ok else _failure_text(failure),
+        })
+    summary = {
+        "file": str(path),
+        "samples": len(report_items),
+        "ran": sum(item["ok"] for item in report_items),
+        "failed": sum(not item["ok"] for item in report_items),
+        "reproduces": sum(item["reproduces"] is True for item in report_items),
+        "does_not_reproduce": sum(item["reproduces"] is False for item in report_items),
+        "no_recorded_answer": sum(item["reproduces"] is None for item in report_items),
+        "network_isolated": environment.network_isolated,
+    }
+    return ExecuteReport(summary, report_items)

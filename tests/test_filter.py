@@ -1,0 +1,182 @@
+"""The filter stage: one candidate of each failure kind gets its reason, rejects keep their sample,
+the summary counts every reason, and a killed run resumes to the same files as a clean run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from conftest import REPO, TEST_DATA
+from fcbench.cli import app
+from fcbench.jsonl import dumps_line
+from fcbench.sample import Call, Sample, Tool, sample_to_dict
+
+TOOLS_MODULE = TEST_DATA / "filter_tools.py"
+INT = {"type": "integer"}
+TOOLS = [
+    Tool(name="add", description="Add two integers.",
+         parameters={"type": "object", "properties": {"a": INT, "b": INT}, "required": ["a", "b"]},
+         returns={"type": "object", "properties": {"result": INT}}),
+    Tool(name="lookup", description="Find places by city name.",
+         parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+    Tool(name="boom", description="Always fails.",
+         parameters={"type": "object", "properties": {"a": INT}, "required": ["a"]}),
+    Tool(name="ticket", description="Hands out the next ticket number.", parameters={"type": "object", "properties": {}}),
+    Tool(name="slow_add", description="Add two integers, slowly.",
+         parameters={"type": "object", "properties": {"a": INT, "b": INT}, "required": ["a", "b"]},
+         returns={"type": "object", "properties": {"result": INT}}),
+]
+
+
+def _sample(sample_id: str, query: str, calls: list[list[Call]], **fields) -> dict:
+    return sample_to_dict(Sample(id=sample_id, messages=[{"role": "user", "content": query}], tools=TOOLS,
+                                 calls=calls, **fields))
+
+
+def one_of_each_failure() -> list[str]:
+    """Candidate lines, in order: their expected reason is in EXPECTED."""
+    add = lambda label, a, b: Call(label=label, name="add", arguments={"a": a, "b": b})  # noqa: E731
+    lines = [
+        _sample("passes", "Add 2 and 3.", [[add("c1", 2, 3)]], answer=5),
+        _sample("nested_passes", "Add 2 and 3, then add 4 to the sum.",
+                [[add("c1", 2, 3)], [Call(label="c2", name="add", arguments={"a": "$c1.result$", "b": 4})]], answer=9),
+        _sample("unknown_tool", "Multiply 2 by 3.", [[Call(label="c1", name="multiply", arguments={"a": 2, "b": 3})]]),
+        _sample("missing_required", "Add 2 to something.", [[Call(label="c1", name="add", arguments={"a": 2})]]),
+        _sample("wrong_type", "Add two and 3.", [[add("c1", "two", 3)]]),
+        _sample("unknown_parameter", "Add 2 and 3 quickly.",
+                [[Call(label="c1", name="add", arguments={"a": 2, "b": 3, "fast": True})]]),
+        _sample("bad_reference", "Add 2 and 3, then 4.",
+                [[add("c1", 2, 3)], [Call(label="c2", name="add", arguments={"a": "$c9.result$", "b": 4})]]),
+        _sample("ungrounded", "Add 2 and 3.", [[add("c1", 7, 8)]], answer=15),
+        _sample("tool_raises", "Run the failing tool on 1.", [[Call(label="c1", name="boom", arguments={"a": 1})]]),
+        _sample("wrong_answer", "Add 2 and 3.", [[add("c1", 2, 3)]], answer=6),
+        _sample("wrong_response", "Add 2 and 3.", [[Call(label="c1", name="add", arguments={"a": 2, "b": 3},
+                                                        response={"result": 23})]]),
+        _sample("nondeterministic", "Give me a ticket.", [[Call(label="c1", name="ticket")]]),
+    ]
+    return [dumps_line(line) for line in lines] + ['{"id": "broken", "messages": [}']
+
+
+EXPECTED = {
+    "passes": ("passed", None),
+    "nested_passes": ("passed", None),
+    "unknown_tool": ("failed_format", "format.unknown_tool"),
+    "missing_required": ("failed_format", "format.missing_required"),
+    "wrong_type": ("failed_format", "format.wrong_type"),
+    "unknown_parameter": ("failed_format", "format.unknown_parameters"),
+    "bad_reference": ("failed_format", "format.bad_reference"),
+    "ungrounded": ("failed_grounding", "grounding.ungrounded_value"),
+    "tool_raises": ("failed_execution", "execution.tool_error"),
+    "wrong_answer": ("failed_reproduction", "reproduction.answer_mismatch"),
+    "wrong_response": ("failed_reproduction", "reproduction.response_mismatch"),
+    "nondeterministic": ("failed_reproduction", "reproduction.nondeterministic"),
+}
+
+
+def _write_pipeline(tmp_path: Path, candidates: list[str], *, grounding: str = "reject") -> Path:
+    dataset = tmp_path / "toy"
+    dataset.mkdir()
+    (dataset / "candidates.jsonl").write_text("\n".join(candidates) + "\n")
+    pipelines = tmp_path / "pipelines.yaml"
+    pipelines.write_text(textwrap.dedent(f"""\
+        pipelines:
+          toy:
+            dataset_dir: toy
+            seed: 3
+            environment: {{kind: python, module: {TOOLS_MODULE}, timeout_s: 5, workers: 2}}
+            stages:
+              filter:
+                input: toy/candidates.jsonl
+                grounding: {grounding}
+                repeat: 2
+        """))
+    return pipelines
+
+
+def _run_filter_cli(pipelines: Path) -> dict:
+    result = CliRunner().invoke(app, ["filter", "toy", "--file", str(pipelines), "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_each_failure_gets_its_reason_and_the_summary_counts_them(tmp_path):
+    summary = _run_filter_cli(_write_pipeline(tmp_path, one_of_each_failure()))
+    build = tmp_path / "toy" / "build"
+    kept = [json.loads(line) for line in (build / "validated.jsonl").read_text().splitlines()]
+    rejects = [json.loads(line) for line in (build / "validated.rejects.jsonl").read_text().splitlines()]
+
+    assert [sample["id"] for sample in kept] == ["passes", "nested_passes"]
+    assert kept[1]["calls"][1][0]["response"] == {"result": 9}  # executed responses are stored on the calls
+    outcome = {reject["sample"]["id"]: (reject["category"], reject["reason"]) for reject in rejects if reject["sample"]}
+    assert outcome == {k: v for k, v in EXPECTED.items() if v[0] != "passed"}
+    broken = [reject for reject in rejects if reject["sample"] is None]
+    assert len(broken) == 1 and broken[0]["reason"] == "format.schema" and ":13" in broken[0]["id"]
+    assert all(reject["detail"] for reject in rejects)  # every reject says what exactly
+
+    assert summary["total"] == 13
+    assert summary["counts"] == {"passed": 2, "failed_format": 6, "failed_grounding": 1,
+                                 "failed_execution": 1, "failed_reproduction": 3}
+    assert summary["reasons"]["format.schema"] == 1 and summary["reasons"]["execution.tool_error"] == 1
+    assert json.loads((build / "filter.summary.json").read_text())["counts"] == summary["counts"]
+    assert not (build / "filter.journal.jsonl").exists()
+
+
+def test_grounding_in_report_mode_keeps_the_sample_and_lists_the_value(tmp_path):
+    lines = [line for line in one_of_each_failure() if '"ungrounded"' in line]
+    summary = _run_filter_cli(_write_pipeline(tmp_path, lines, grounding="report"))
+    assert summary["counts"]["passed"] == 1
+    assert summary["grounding_notes"] == {"ungrounded": ["ungrounded value c1.a=7", "ungrounded value c1.b=8"]}
+
+
+def test_a_killed_filter_resumes_to_the_same_files_as_a_clean_run(tmp_path):
+    slow = [_sample(f"s{i:02d}", f"Add {i} and {i + 1}.",
+                    [[Call(label="c1", name="slow_add", arguments={"a": i, "b": i + 1})]], answer=2 * i + 1)
+            for i in range(16)]
+    candidates = [dumps_line(line) for line in slow] + one_of_each_failure()[:3]
+    clean_dir, killed_dir = tmp_path / "clean", tmp_path / "killed"
+    for folder in (clean_dir, killed_dir):
+        folder.mkdir()
+        _write_pipeline(folder, candidates)
+    runner = textwrap.dedent("""\
+        import sys
+        from pathlib import Path
+        from fcbench.config import load_pipelines
+        from fcbench.environments.from_config import open_environment
+        from fcbench.filter import FilterPaths, run_filter
+        from fcbench.formats import read_samples
+        pipeline = load_pipelines(Path(sys.argv[1])).get_pipeline("toy")
+        items = list(read_samples(pipeline.resolve("toy/candidates.jsonl"), "fcbench"))
+        with open_environment(pipeline, [i for i in items if hasattr(i, "calls")]) as env:
+            run_filter(items, env, pipeline.stages.filter, FilterPaths.in_dir(pipeline.build_dir), "candidates",
+                       batch_size=2)
+        """)
+    command = [sys.executable, "-c", runner]
+    subprocess.run(command + [str(clean_dir / "pipelines.yaml")], check=True, cwd=REPO, timeout=120)
+
+    journal = killed_dir / "toy" / "build" / "filter.journal.jsonl"
+    process = subprocess.Popen(command + [str(killed_dir / "pipelines.yaml")], cwd=REPO, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not journal.exists() or len(journal.read_text().splitlines()) < 4):
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGKILL)  # the stage and its workers, mid-run
+    process.wait()
+    decided_before_kill = len(journal.read_text().splitlines())
+    assert 4 <= decided_before_kill < len(candidates)
+    assert not (killed_dir / "toy" / "build" / "validated.jsonl").exists()
+
+    summary = _run_filter_cli(killed_dir / "pipelines.yaml")
+    assert summary["resumed"] >= 4
+    for name in ("validated.jsonl", "validated.rejects.jsonl"):
+        assert (killed_dir / "toy" / "build" / name).read_bytes() == (clean_dir / "toy" / "build" / name).read_bytes()
+    clean_summary = json.loads((clean_dir / "toy" / "build" / "filter.summary.json").read_text())
+    killed_summary = json.loads((killed_dir / "toy" / "build" / "filter.summary.json").read_text())
+    for key in ("total", "counts", "reasons", "grounding_notes"):
+        assert killed_summary[key] == clean_summary[key]
