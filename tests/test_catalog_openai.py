@@ -99,3 +99,14 @@ def test_tool_param_of_every_fixture_tool_is_accepted_by_the_sdk_types():
         param = openai_tool_param(tool)
         assert adapter.validate_python(param)["function"]["name"] == tool.name
         assert param["function"]["parameters"] == tool.parameters  # nothing to strip in real specs
+
+
+def test_a_returns_schema_becomes_the_tool_returns_and_is_written_back():
+    from fcbench.catalog.openai import tool_from_openai, tool_to_openai
+
+    spec = {"name": "add", "description": "Add.", "parameters": {"type": "object", "properties": {}},
+            "returns": {"type": "object", "properties": {"result": {"type": "number"}}}}
+    tool = tool_from_openai(spec)
+    assert tool.returns == spec["returns"] and not tool.meta
+    assert tool_to_openai(tool) == spec
+    assert "returns" not in openai_tool_param(tool)["function"]

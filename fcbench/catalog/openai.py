@@ -22,6 +22,7 @@ META_KEY = "openai"
 # Keys of a function spec that map onto `Tool` fields; anything else is kept verbatim in meta.
 _DESCRIPTION = "description"
 _PARAMETERS = "parameters"
+_RETURNS = "returns"  # not an OpenAI key: a JSON Schema of the response, as fcbench catalogs write it
 
 # JSON Schema keywords whose value maps names to subschemas: their keys are property names, not
 # keywords, so a property called "x-api-key" must survive `strip_extension_keys`.
@@ -64,7 +65,10 @@ def tool_from_openai(spec: dict[str, Any]) -> Tool:
             fields[key] = copy.deepcopy(function[key])
         else:
             extra[key] = copy.deepcopy(function[key])  # e.g. a null description: keep as written
-    extra.update({k: copy.deepcopy(v) for k, v in function.items() if k not in ("name", _DESCRIPTION, _PARAMETERS)})
+    if isinstance(function.get(_RETURNS), dict):  # fcbench's own catalogs describe responses too
+        fields[_RETURNS] = copy.deepcopy(function[_RETURNS])
+    extra.update({k: copy.deepcopy(v) for k, v in function.items()
+                  if k not in ("name", _DESCRIPTION, _PARAMETERS) and not (k == _RETURNS and _RETURNS in fields)})
     if absent:
         memory["absent"] = absent
     if extra:
@@ -93,6 +97,8 @@ def _function_dict(tool: Tool) -> dict[str, Any]:
         function[_DESCRIPTION] = tool.description
     if _PARAMETERS not in absent and _PARAMETERS not in extra:
         function[_PARAMETERS] = copy.deepcopy(tool.parameters)
+    if tool.returns is not None and _RETURNS not in extra:
+        function[_RETURNS] = copy.deepcopy(tool.returns)
     function.update(copy.deepcopy(extra))
     return function
 
