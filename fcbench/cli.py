@@ -483,3 +483,268 @@ def execute(
                       {True: "yes", False: "no", None: "-"}[item["reproduces"]], shown)
     console.print(table)
     console.print(" ".join(f"{k}={v}" for k, v in report.summary.items()), highlight=False)
+
+
+# -------------------------------------------------------------------------------------------- report
+@app.command(epilog="Example:  build-dataset report nestful-math   (then open datasets/nestful-math/build/report.html)")
+@user_errors
+def report(
+    pipeline: str = typer.Argument(..., help="A pipeline declared in pipelines.yaml."),
+    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
+    as_json: bool = typer.Option(False, "--json", help="Print report.json's content."),
+) -> None:
+    """Write the QA report of a build: build/report.html (plots, one self-contained file) and build/report.json.
+
+    Shows dataset statistics, what annotators corrected (stage2.qa.json), rejects by reason per
+    stage, and evaluation scores (eval/*/scores.json). Missing or broken stage files are listed
+    under "problems" instead of stopping the report."""
+    from fcbench.report import write_report
+
+    config = _load_pipeline(pipeline, file)
+    written = write_report(config.build_dir, title=pipeline)
+    if as_json:
+        print_json(written.report.as_dict())
+        return
+    console.print(f"report {pipeline}: {written.images} plots, {len(written.report.problems)} problems",
+                  highlight=False)
+    for problem in written.report.problems:
+        console.print(f"  problem: {problem}", highlight=False, soft_wrap=True)
+    console.print(f"html: {written.html}\njson: {written.json}", highlight=False, soft_wrap=True)
+
+
+# -------------------------------------------------------------------------------------------- export
+@app.command(epilog="Examples:\n\n  build-dataset export nestful-math\n\n"
+                    "  build-dataset export travel --input datasets/travel/build/validated.jsonl --json")
+@user_errors
+def export(
+    pipeline: str = typer.Argument(..., help="A pipeline declared in pipelines.yaml."),
+    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
+    input_file: Optional[Path] = typer.Option(None, "--input", help="Export this canonical file instead of "
+                                              "build/validated.jsonl."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+) -> None:
+    """Export validated samples as Parquet splits in Hugging Face layout, with a dataset card.
+
+    Writes build/export/data/<split>-0000i-of-0000N.parquet (one schema for every shard),
+    build/export/README.md (card with YAML front matter, construction, statistics, limitations),
+    a copy per format listed in stages.export.formats (build/export/<format>/), and
+    build/export.summary.json. Lines that cannot be exported go to build/export.rejects.jsonl
+    with their reason. The same input and seed give byte-identical files."""
+    from fcbench.export import run_export_stage
+
+    summary = run_export_stage(_load_pipeline(pipeline, file), input_file)
+    if as_json:
+        print_json(summary.as_dict())
+        return
+    for warning in summary.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    console.print(f"export {pipeline}: {summary.exported} exported, {summary.rejected} rejected from {summary.input}",
+                  highlight=False, soft_wrap=True)
+    table = Table()
+    for column in ("split", "rows", "shards"):
+        table.add_column(column, justify="left" if column == "split" else "right")
+    for split, info in summary.splits.items():
+        table.add_row(split, str(info["rows"]), str(info["shards"]))
+    console.print(table)
+    if summary.reasons:
+        console.print(_count_table("rejects by reason", "reason", summary.reasons))
+    console.print(f"export:  {summary.outputs['export']}\nrejects: {summary.outputs['rejects']}", highlight=False,
+                  soft_wrap=True)
+
+
+# ------------------------------------------------------------------------------ studio (Label Studio)
+studio_app = typer.Typer(help="The local Label Studio server annotators work in (loopback only, own data dir).",
+                         no_args_is_help=True)
+app.add_typer(studio_app, name="studio")
+
+
+def _studio_config(studio_dir: Optional[Path], port: Optional[int] = None, database: str = "sqlite"):
+    from annotate.studio import DEFAULT_PORT, StudioConfig, default_studio_dir, read_state
+
+    root = studio_dir or default_studio_dir()
+    if port is None:  # stop/status and a restart use the port the server was started on
+        state = read_state(StudioConfig(root=root))
+        port = int(state["port"]) if state else DEFAULT_PORT
+    if database not in ("sqlite", "postgresql"):
+        raise UserError(f"unknown database {database!r}; choose sqlite or postgresql")
+    return StudioConfig(root=root, port=port, database=database)  # type: ignore[arg-type]
+
+
+def _print_studio_status(status: Any, as_json: bool) -> None:
+    if as_json:
+        print_json(status.as_dict())
+        return
+    state = "running" if status.running and status.healthy else ("not answering" if status.running else "stopped")
+    where = f" at {status.url} (pid {status.pid})" if status.running else ""
+    console.print(f"studio {state}{where}; data in {status.root}", highlight=False, soft_wrap=True)
+
+
+@studio_app.command("start", epilog="Example:  build-dataset studio start --port 8089\n\n"
+                    "Install the server first (own venv): annotate/install_studio.sh")
+@user_errors
+def studio_start(
+    port: Optional[int] = typer.Option(None, "--port", help="Port on 127.0.0.1 [default: last used, else 8089]."),
+    studio_dir: Optional[Path] = typer.Option(None, "--dir", help="Studio folder [default: $FCBENCH_STUDIO_DIR "
+                                              "or ~/.local/share/fcbench/studio]."),
+    database: str = typer.Option("sqlite", "--database", help="sqlite, or postgresql (reads POSTGRE_NAME, "
+                                 "POSTGRE_USER, POSTGRE_PASSWORD, POSTGRE_HOST, POSTGRE_PORT from the environment)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the status as JSON."),
+) -> None:
+    """Start Label Studio on loopback with its own data dir, an admin and an API token.
+
+    The admin password and token are created on the first start and kept in <dir>/credentials.json
+    (mode 0600); the token is never printed. Analytics and update checks are off, sign-up is closed.
+    A fresh database takes about half a minute (migrations)."""
+    from annotate.studio import start
+
+    _print_studio_status(start(_studio_config(studio_dir, port, database)), as_json)
+
+
+@studio_app.command("stop", epilog="Example:  build-dataset studio stop")
+@user_errors
+def studio_stop(
+    studio_dir: Optional[Path] = typer.Option(None, "--dir", help="Studio folder."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Stop the Label Studio server started from this studio folder (its data is kept)."""
+    from annotate.studio import stop
+
+    stopped = stop(_studio_config(studio_dir))
+    if as_json:
+        print_json({"stopped": stopped})
+    else:
+        print("studio stopped" if stopped else "studio was not running")
+
+
+@studio_app.command("status", epilog="Example:  build-dataset studio status --json")
+@user_errors
+def studio_status(
+    studio_dir: Optional[Path] = typer.Option(None, "--dir", help="Studio folder."),
+    as_json: bool = typer.Option(False, "--json", help="Print the status as JSON."),
+) -> None:
+    """Say whether the studio's server runs and answers, and where."""
+    from annotate.studio import status
+
+    _print_studio_status(status(_studio_config(studio_dir)), as_json)
+
+
+# ----------------------------------------------------------------------------- stage2 (senior, Label Studio)
+stage2_app = typer.Typer(help="Senior annotation of the drafts in Label Studio (push drafts, pull gold templates).",
+                         no_args_is_help=True)
+app.add_typer(stage2_app, name="stage2")
+CONNECTION_HELP = ("The server is the local studio (build-dataset studio start), or FCBENCH_LS_URL with the token in "
+                   "FCBENCH_LS_TOKEN or a 0600 file named by FCBENCH_LS_TOKEN_FILE.")
+
+
+def _print_push(name: str, summary: Any, as_json: bool) -> None:
+    if as_json:
+        print_json(summary.as_dict())
+        return
+    console.print(f"{name}: project {summary.project_id} ({summary.project_title})", highlight=False, soft_wrap=True)
+    console.print(_count_table("tasks", "action", summary.counts))
+    for item in summary.invalid:
+        print(f"invalid prediction for {item['id']}: {'; '.join(item['problems'])}", file=sys.stderr)
+
+
+def _print_pull(name: str, report: Any, as_json: bool) -> None:
+    if as_json:
+        print_json(report.as_dict())
+        return
+    console.print(f"{name}: pulled from {report.source}", highlight=False, soft_wrap=True)
+    console.print(_count_table("tasks", "outcome", report.counts))
+    if report.reasons:
+        console.print(_count_table("problems by code", "code", report.reasons))
+    for failure in report.failures:
+        console.print(f"task {failure['task_id']} ({failure['id']}): " + "; ".join(failure["problems"]),
+                      highlight=False, soft_wrap=True, markup=False)
+    for message in report.messages:
+        console.print(message, highlight=False, soft_wrap=True, markup=False)
+    for name_, path in report.outputs.items():
+        console.print(f"{name_}: {path}", highlight=False, soft_wrap=True)
+
+
+@stage2_app.command("push", epilog="Example:  build-dataset stage2 push travel\n\n" + CONNECTION_HELP)
+@user_errors
+def stage2_push(
+    pipeline: str = typer.Argument(..., help="A pipeline declared in pipelines.yaml."),
+    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
+    count: Optional[int] = typer.Option(None, "--count", min=1, help="Drafts to send [default: stages.stage2.select]."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+) -> None:
+    """Send the most complete drafts (build/drafts.jsonl), covering different path shapes, to senior annotators.
+
+    Creates or reuses the project, validates the label config (SDK and server) and every
+    prediction, flags what looks ambiguous, and imports each draft as a task pre-filled with the
+    draft. Pushing again adds no duplicate and changes no task an annotator has touched."""
+    from annotate.stage2 import run_stage2_push
+
+    _print_push(f"stage2 push {pipeline}", run_stage2_push(_load_pipeline(pipeline, file), count=count), as_json)
+
+
+@stage2_app.command("pull", epilog="Examples:\n\n  build-dataset stage2 pull travel --send-back\n\n"
+                    "  build-dataset stage2 pull travel --from-export project-1-at-2025-01-01.json\n\n" + CONNECTION_HELP)
+@user_errors
+def stage2_pull(
+    pipeline: str = typer.Argument(..., help="A pipeline declared in pipelines.yaml."),
+    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
+    from_export: Optional[Path] = typer.Option(None, "--from-export", help="Read a Label Studio JSON export file "
+                                               "instead of the server."),
+    send_back: bool = typer.Option(False, "--send-back", help="Show each failing task's problems on its labeling "
+                                   "page so the annotator can fix it."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Turn submitted annotations into gold templates (build/templates.jsonl), each checked.
+
+    Checks: JSON that parses, tools that exist, arguments that fit the schema, references that
+    resolve, and the path re-executed in the pipeline's environment (or its kept responses
+    consistent). Failures go to build/templates.rejects.jsonl with the exact problem; QA of what
+    annotators fixed goes to build/stage2.qa.json."""
+    from annotate.stage2 import run_stage2_pull
+
+    report = run_stage2_pull(_load_pipeline(pipeline, file), from_export=from_export, send_back=send_back)
+    _print_pull(f"stage2 pull {pipeline}", report, as_json)
+
+
+# ------------------------------------------------------------------ stage3 (junior filling, Label Studio)
+# Only the annotators' form lives here for now; the LLM generalization is to be added as `stage3 run`.
+stage3_app = typer.Typer(help="Generalization: junior annotators fill arguments of query variants (--annotators).",
+                         no_args_is_help=True)
+app.add_typer(stage3_app, name="stage3")
+
+
+def _require_annotators(annotators: bool) -> None:
+    if not annotators:
+        raise UserError("stage3 push/pull send candidates to junior annotators: add --annotators")
+
+
+@stage3_app.command("push", epilog="Example:  build-dataset stage3 push travel --annotators\n\n" + CONNECTION_HELP)
+@user_errors
+def stage3_push(
+    pipeline: str = typer.Argument(..., help="A pipeline declared in pipelines.yaml."),
+    annotators: bool = typer.Option(False, "--annotators", help="Send to junior annotators in Label Studio."),
+    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+) -> None:
+    """Send the candidates that need arguments (build/candidates.jsonl) with their fixed path to junior annotators."""
+    from annotate.junior import run_junior_push
+
+    _require_annotators(annotators)
+    _print_push(f"stage3 push {pipeline}", run_junior_push(_load_pipeline(pipeline, file)), as_json)
+
+
+@stage3_app.command("pull", epilog="Example:  build-dataset stage3 pull travel --annotators --send-back\n\n" + CONNECTION_HELP)
+@user_errors
+def stage3_pull(
+    pipeline: str = typer.Argument(..., help="A pipeline declared in pipelines.yaml."),
+    annotators: bool = typer.Option(False, "--annotators", help="Pull from junior annotators in Label Studio."),
+    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
+    from_export: Optional[Path] = typer.Option(None, "--from-export", help="Read a Label Studio JSON export file."),
+    send_back: bool = typer.Option(False, "--send-back", help="Show failing tasks' problems to the annotators."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Bring back the filled arguments into build/candidates.jsonl, with the same checks as stage2."""
+    from annotate.junior import run_junior_pull
+
+    _require_annotators(annotators)
+    report = run_junior_pull(_load_pipeline(pipeline, file), from_export=from_export, send_back=send_back)
+    _print_pull(f"stage3 pull {pipeline}", report, as_json)
