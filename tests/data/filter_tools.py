@@ -1,9 +1,7 @@
 """Tools for the filter-stage tests: one well-behaved tool and one of each kind of trouble."""
 
-import itertools
+import os
 import time
-
-_calls = itertools.count()
 
 
 def add(a: int, b: int) -> dict:
@@ -19,8 +17,8 @@ def boom(a: int) -> dict:
 
 
 def ticket() -> dict:
-    # state kept in the worker between calls: a second run of the same path answers differently
-    return {"number": next(_calls)}
+    # a fresh random ticket on every call, whatever the seed: a second run answers differently
+    return {"number": os.urandom(8).hex()}
 
 
 def slow_add(a: int, b: int) -> dict:
