@@ -415,18 +415,20 @@ def filter_command(
     file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
     input_file: Optional[Path] = typer.Option(None, "--input", help="Filter this canonical file instead of the "
                                               "stage input the pipeline names."),
+    offline: bool = typer.Option(False, "--offline", help="Skip the LLM's semantic check even if `llm:` is set."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Keep the candidates whose gold path is well formed, grounded, executes and reproduces.
 
     Checks run cheapest first: format (tools, parameters, required, types), grounding (argument
     values stated in the query or earlier responses), execution in the pipeline's environment,
-    reproduction of the recorded answer and responses, and repeated runs. Writes
+    reproduction of the recorded answer and responses, repeated runs, and (with an LLM
+    configured) APIGen's semantic yes/no questions. Writes
     build/validated.jsonl, build/validated.rejects.jsonl (each with its reason) and
     build/filter.summary.json; a killed run resumes where it stopped."""
     from fcbench.pipeline import run_filter_stage
 
-    summary = run_filter_stage(_load_pipeline(pipeline, file), input_file)
+    summary = run_filter_stage(_load_pipeline(pipeline, file), input_file, offline=offline)
     if as_json:
         print_json(summary.as_dict())
         return
@@ -748,3 +750,136 @@ def stage3_pull(
     _require_annotators(annotators)
     report = run_junior_pull(_load_pipeline(pipeline, file), from_export=from_export, send_back=send_back)
     _print_pull(f"stage3 pull {pipeline}", report, as_json)
+
+
+# ------------------------------------------------------------------------------------------ evaluate
+@app.command(
+    epilog=(
+        "Examples:\n\n"
+        "  build-dataset evaluate travel --model gpt-4o-mini --split test\n\n"
+        "  build-dataset evaluate travel --model Qwen/Qwen2.5-7B-Instruct --base-url http://127.0.0.1:8000/v1 "
+        "--limit 50 --json\n\n"
+        "  build-dataset evaluate travel --model m --input datasets/travel/build/validated.jsonl"
+    )
+)
+@user_errors
+def evaluate(
+    pipeline: str = typer.Argument(..., help="A pipeline declared in pipelines.yaml."),
+    model: str = typer.Option(..., "--model", help="The model to evaluate (as the endpoint names it)."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (default: the "
+                                           "pipeline's llm.base_url, else $OPENAI_BASE_URL)."),
+    split: str = typer.Option("test", "--split", help="The exported split (build/export/data/<split>-*.parquet)."),
+    input_file: Optional[Path] = typer.Option(None, "--input", help="Evaluate this canonical JSONL file instead "
+                                              "of the exported split."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Evaluate only the first N samples."),
+    extra_turns: int = typer.Option(3, "--extra-turns", min=1, help="Model turns allowed per sample beyond its "
+                                    "gold steps (final answer and corrections) before it is cut off."),
+    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
+    as_json: bool = typer.Option(False, "--json", help='Print {"model", "scores", "trajectories"} as JSON.'),
+) -> None:
+    """Run a model on an exported benchmark with ComplexFuncBench's ComplexEval protocol, then score it.
+
+    Tools are passed natively; each turn's tool calls are answered with the gold responses when
+    they match the current gold step, with ComplexEval's format message or a fixed error otherwise.
+    Sampling settings, concurrency and the key variable (llm.api_key_env) come from the pipeline's
+    llm block. Writes build/eval/<model>/trajectories.jsonl (one line per sample as it finishes)
+    and build/eval/<model>/scores.json (per-domain success rate, call accuracy, completeness,
+    correctness, error taxonomy, per-parameter-type error rates). A re-run after a kill resumes:
+    finished samples are skipped and answered turns are replayed from the request cache."""
+    from rich.progress import Progress
+
+    from generate.evaluate import evaluate_pipeline
+
+    config = _load_pipeline(pipeline, file)
+    with Progress(console=Console(stderr=True), transient=True, disable=as_json) as progress:
+        task = progress.add_task(f"evaluate {model}", total=None)
+        result = evaluate_pipeline(config, model, base_url=base_url, split=split, input_file=input_file,
+                                   limit=limit, extra_turns=extra_turns,
+                                   progress=lambda done, total: progress.update(task, completed=done, total=total))
+    if as_json:
+        print_json(result.as_dict())
+        return
+    _print_evaluation(result)
+
+
+def _print_evaluation(result: Any) -> None:
+    scores = result.scores
+    console.print(f"evaluate {result.model}: {result.samples} samples from {result.source} "
+                  f"({result.ran} run, {result.reused} reused from an earlier run)", highlight=False, soft_wrap=True)
+    table = Table(title="ComplexEval per domain")
+    for column in ("domain", "samples", "success rate", "call accuracy", "completeness", "correctness"):
+        table.add_column(column, justify="left" if column == "domain" else "right")
+    rows = [*scores.get("by_domain", {}).items(), ("overall", scores)]
+    for domain, figures in rows:
+        table.add_row(domain, str(figures["n"]), f"{figures['success_rate']:.3f}", f"{figures['call_accuracy']:.3f}",
+                      f"{figures['completeness']:.2f}", f"{figures['correctness']:.2f}")
+    console.print(table)
+    console.print(_count_table("failed samples by error", "error", scores.get("errors", {})))
+    rates = scores.get("param_type_error_rate", {})
+    if rates:
+        console.print("parameter error rate: " + ", ".join(f"{kind}={rate:.3f}" for kind, rate in rates.items()),
+                      highlight=False, soft_wrap=True)
+    for reason, count in result.not_evaluated.items():
+        print(f"warning: {count} samples not evaluated ({reason}); see {result.rejects_path}", file=sys.stderr)
+    console.print(f"trajectories: {result.trajectories_path}\nscores:       {result.scores_path}", highlight=False,
+                  soft_wrap=True)
+
+
+# ------------------------------------------------------------ stage1 (coarse generation), stage3 run
+def _print_generation_summary(title: str, summary: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print_json(summary)
+        return
+    console.print(f"{title}: {summary.get('mode') or summary.get('fill')} ({summary.get('generator') or summary.get('rewrite')})",
+                  highlight=False, soft_wrap=True)
+    console.print(_count_table("counts", "what", summary["counts"]))
+    if summary.get("reasons"):
+        console.print(_count_table("rejects by reason", "reason", summary["reasons"]))
+    llm = summary.get("llm")
+    if llm:
+        console.print(f"LLM: {llm.get('requests_sent', 0)} requests sent, {llm.get('cache_hits', 0)} cache hits, "
+                      f"cost {llm.get('cost_usd', 0)}", highlight=False, soft_wrap=True)
+    for name, path in summary.get("outputs", {}).items():
+        console.print(f"{name}: {path}", highlight=False, soft_wrap=True)
+
+
+@app.command("stage1", epilog="Examples:\n\n  build-dataset stage1 travel\n\n  build-dataset stage1 travel --offline --json")
+@user_errors
+def stage1_command(
+    pipeline: str = typer.Argument(..., help="A pipeline declared in pipelines.yaml."),
+    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
+    offline: bool = typer.Option(False, "--offline", help="Use the graph sampler even when an LLM is configured."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+) -> None:
+    """Coarse generation: sample tool subsets, write queries and draft their call paths.
+
+    With an LLM (`llm:` in pipelines.yaml) the model writes each query, then drafts its path by
+    function calling against the pipeline's environment. Without one (or with --offline, or
+    stages.stage1.offline: true) the graph sampler chains tools whose outputs feed later inputs.
+    Writes build/drafts.jsonl, build/drafts.rejects.jsonl and build/stage1.summary.json."""
+    from generate.stage1 import run_stage1
+
+    result = run_stage1(_load_pipeline(pipeline, file), offline=offline)
+    _print_generation_summary(f"stage1 {pipeline}", result.summary, as_json)
+
+
+@stage3_app.command("run", epilog="Examples:\n\n  build-dataset stage3 run travel\n\n"
+                    "  build-dataset stage3 run travel --from datasets/travel/build/drafts.jsonl --offline")
+@user_errors
+def stage3_run(
+    pipeline: str = typer.Argument(..., help="A pipeline declared in pipelines.yaml."),
+    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
+    offline: bool = typer.Option(False, "--offline", help="Never call the LLM (slot substitution from the value pools)."),
+    from_file: Optional[Path] = typer.Option(None, "--from", help="Templates to generalize instead of build/templates.jsonl."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+) -> None:
+    """Generalization: N query variants per gold template along the template's call path.
+
+    stages.stage3.fill says who refills the arguments: `slots` (substitution from the value pools,
+    offline), `llm` (function calling along the fixed path) or `annotators` (left for the junior
+    annotators: `stage3 push --annotators`). Variants are executed; repeats, dropped slot values and
+    failures go to build/candidates.rejects.jsonl. Writes build/candidates.jsonl and build/stage3.summary.json."""
+    from generate.stage3 import run_stage3
+
+    result = run_stage3(_load_pipeline(pipeline, file), offline=offline, from_file=from_file)
+    _print_generation_summary(f"stage3 run {pipeline}", result.summary, as_json)

@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from fcbench.answers import AnswerComparison, NumberMode, answers_match
 from fcbench.call_format import check_call_format
@@ -46,6 +46,12 @@ class FilterCategory(str, Enum):
     FAILED_GROUNDING = "failed_grounding"
     FAILED_EXECUTION = "failed_execution"
     FAILED_REPRODUCTION = "failed_reproduction"
+    FAILED_SEMANTIC = "failed_semantic"  # only when a semantic check is given (an LLM judges meaning)
+
+
+SemanticCheck = Callable[[Sequence[Sample]], list[tuple[str, "str | None", str]]]
+"""(samples that passed execution) -> (sample id, reject reason or None, detail) each, in order.
+Passed in by the pipeline layer (generate.semantic_check) so the core never imports an LLM."""
 
 
 @dataclass
@@ -186,9 +192,10 @@ def _batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
 
 
 def run_filter(items: Iterable[Sample | Rejected], environment: Environment, settings: FilterConfig,
-               paths: FilterPaths, input_name: str, batch_size: int = BATCH_SIZE) -> FilterSummary:
+               paths: FilterPaths, input_name: str, batch_size: int = BATCH_SIZE,
+               semantic_check: SemanticCheck | None = None) -> FilterSummary:
     items = list(items)
-    settings_key = settings.model_dump_json()
+    settings_key = settings.model_dump_json() + ("+semantic" if semantic_check else "")
     keys = [_content_key(sample_to_dict(item) if isinstance(item, Sample) else [item.source, item.raw], settings_key)
             for item in items]
     done = _load_journal(paths.journal)
@@ -198,7 +205,7 @@ def run_filter(items: Iterable[Sample | Rejected], environment: Environment, set
     with open(paths.journal, "a", encoding="utf-8") as journal:
         pending = [(key, item) for key, item in zip(keys, items) if key not in done]
         for batch in _batches(pending, batch_size):
-            for key, entry in _decide_batch(batch, environment, settings, comparison):
+            for key, entry in _decide_batch(batch, environment, settings, comparison, semantic_check):
                 done[key] = entry
                 journal.write(dumps_line(entry) + "\n")
             journal.flush()
@@ -211,7 +218,8 @@ def run_filter(items: Iterable[Sample | Rejected], environment: Environment, set
     summary = FilterSummary(
         input=input_name,
         total=len(verdicts),
-        counts={category.value: sum(v.category is category for v in verdicts) for category in FilterCategory},
+        counts={category.value: sum(v.category is category for v in verdicts) for category in FilterCategory
+                if category is not FilterCategory.FAILED_SEMANTIC or semantic_check is not None},
         reasons=dict(sorted(Counter(v.reason for v in verdicts if v.reason).items())),
         grounding_reported=sum(1 for v in verdicts if v.kept and v.notes),
         grounding_notes={v.id: v.notes for v in verdicts if v.kept and v.notes},
@@ -224,7 +232,8 @@ def run_filter(items: Iterable[Sample | Rejected], environment: Environment, set
 
 
 def _decide_batch(batch: Sequence[tuple[str, Sample | Rejected]], environment: Environment,
-                  settings: FilterConfig, comparison: AnswerComparison) -> Iterator[tuple[str, dict[str, Any]]]:
+                  settings: FilterConfig, comparison: AnswerComparison,
+                  semantic_check: SemanticCheck | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
     to_run: list[tuple[str, Sample, Verdict]] = []
     for key, item in batch:
         if isinstance(item, Rejected):
@@ -240,8 +249,15 @@ def _decide_batch(batch: Sequence[tuple[str, Sample | Rejected]], environment: E
         return
     samples = [sample for _, sample, _ in to_run]
     runs = [execute_gold_paths(samples, environment) for _ in range(settings.repeat)]
+    decided = []
     for index, (key, sample, static) in enumerate(to_run):
         sample_runs = [attempt[index] for attempt in runs]
         verdict = execution_verdict(sample, sample_runs, comparison, static.notes)
-        kept_sample = sample_runs[0].sample if verdict.kept else sample
+        decided.append((key, verdict, sample_runs[0].sample if verdict.kept else sample))
+    if semantic_check is not None:  # last and dearest: only what executed is asked about
+        passed = [(key, verdict, kept) for key, verdict, kept in decided if verdict.kept]
+        for (_, verdict, _), (_, reason, detail) in zip(passed, semantic_check([kept for _, _, kept in passed])):
+            if reason:
+                verdict.category, verdict.reason, verdict.detail = FilterCategory.FAILED_SEMANTIC, reason, detail
+    for key, verdict, kept_sample in decided:
         yield key, {"key": key, "verdict": verdict.to_json(), "sample": sample_to_dict(kept_sample)}

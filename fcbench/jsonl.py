@@ -39,6 +39,14 @@ def dumps_line(record: Any) -> str:
     return json.dumps(record, ensure_ascii=False, separators=(", ", ": "))
 
 
+def _default_mode() -> int:
+    """The mode a plain `open()` would give (0o666 less the umask): mkstemp's 0o600 would make
+    stage outputs and exports unreadable to anyone else."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def write_json_lines(path: str | Path, records: Iterable[Any]) -> int:
     """Write records atomically; returns how many were written."""
     target = Path(path)
@@ -53,6 +61,7 @@ def write_json_lines(path: str | Path, records: Iterable[Any]) -> int:
                 count += 1
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp_name, _default_mode())
         os.replace(tmp_name, target)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
@@ -69,6 +78,7 @@ def write_json(path: str | Path, value: Any, *, indent: int | None = None) -> No
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(value, handle, ensure_ascii=False, indent=indent)
             handle.write("\n")
+        os.chmod(tmp_name, _default_mode())
         os.replace(tmp_name, target)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)

@@ -3,6 +3,8 @@ the configuration, the environment and the stage logic (which lives in its own m
 
 from __future__ import annotations
 
+import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,9 +21,10 @@ def filter_input_path(pipeline: PipelineConfig) -> Path:
     return pipeline.resolve(configured) if configured else pipeline.build_dir / "candidates.jsonl"
 
 
-def run_filter_stage(pipeline: PipelineConfig, input_file: Path | None = None):
+def run_filter_stage(pipeline: PipelineConfig, input_file: Path | None = None, offline: bool = False):
     """`build-dataset filter PIPELINE`: filter the candidates (or `input_file`) into
-    validated.jsonl + validated.rejects.jsonl + filter.summary.json under the build folder."""
+    validated.jsonl + validated.rejects.jsonl + filter.summary.json under the build folder.
+    With `llm:` configured (and not `offline`), the LLM's semantic check runs last."""
     from fcbench.environments.from_config import open_environment
     from fcbench.filter import FilterPaths, run_filter
 
@@ -33,7 +36,24 @@ def run_filter_stage(pipeline: PipelineConfig, input_file: Path | None = None):
     samples = [item for item in items if isinstance(item, Sample)]
     with open_environment(pipeline, samples) as environment:
         return run_filter(items, environment, pipeline.stages.filter, FilterPaths.in_dir(pipeline.build_dir),
-                          str(source))
+                          str(source), semantic_check=_semantic_check(pipeline, offline))
+
+
+def _semantic_check(pipeline: PipelineConfig, offline: bool):
+    """The LLM judge when one is usable; a configured endpoint without its key is skipped with a
+    warning, so an offline build (the bundled example) still filters by execution alone."""
+    if pipeline.llm is None or offline:
+        return None
+    from generate.llm import resolve_endpoint
+    from generate.semantic_check import SemanticCheck
+    from generate.stage1 import CACHE_FILE
+
+    try:
+        resolve_endpoint(pipeline.llm, os.environ)
+    except UserError as exc:
+        logging.getLogger(__name__).warning("semantic check skipped: %s", exc)
+        return None
+    return SemanticCheck(pipeline.llm, pipeline.build_dir / CACHE_FILE, jitter_seed=pipeline.seed)
 
 
 # ------------------------------------------------------------------------------------- execute

@@ -1,0 +1,406 @@
+"""Value pools and offline slot substitution (pure logic, no I/O besides `load_value_pools`).
+
+A benchmark declares beside its tools a `value_pools.json`: per slot (city, stay, adults...), the
+values known to execute and the tool arguments each slot fills (`used_by`: argument -> field of a
+value). Two stages use it:
+- stage1's graph sampler draws concrete start arguments from it;
+- stage3 (`fill: slots`) finds which slot values a template's literal arguments hold
+  (`detect_slot_instances`), finds where its query states them (`stated_spans`), and replaces each
+  one consistently in the query AND in every argument that holds it (`substitute_slots`), so the
+  variant asks for something else along the same path.
+
+`slot_value_problem` is the check every stage3 variant gets, whoever filled it: a slot value the
+template's query stated must still be stated by the variant's query and held by its arguments.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from fcbench.errors import UserError
+from fcbench.references import parse_reference
+from fcbench.sample import Call, Sample
+
+# A pool value naming a place says which city it belongs to; values of one city go together
+# (a taxi ride or a car rental stays inside one metropolitan area). The `city` slot's values are
+# cities themselves: their own `query` is their group.
+GROUP_FIELD = "city"
+CITY_SLOT = "city"
+WORDS_FIELD = "words"  # how a user says an enum value ("business class" for BUSINESS)
+
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_MONTH_NAMES = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+                "November", "December"]
+_MONTH = r"(?P<month>" + "|".join(f"{m[:3]}(?:{m[3:]})?" for m in _MONTH_NAMES) + r")\.?"
+_SPELLED_MONTH_FIRST = re.compile(_MONTH + r"\s+(?P<day>\d{1,2})(?:st|nd|rd|th)?,?\s+(?P<year>\d{4})", re.I)
+_SPELLED_DAY_FIRST = re.compile(r"(?P<day>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MONTH + r",?\s+(?P<year>\d{4})",
+                                re.I)
+
+
+# ------------------------------------------------------------------------------------- the pools
+@dataclass(frozen=True)
+class SlotUse:
+    """One tool whose arguments a slot fills: argument name -> field of a value."""
+
+    tool: str
+    arguments: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Slot:
+    name: str
+    values: list[dict[str, Any]]
+    uses: list[SlotUse]
+    description: str = ""
+
+    def group_of(self, value: dict[str, Any]) -> str | None:
+        """The city a value belongs to, None for values that are not places (dates, counts)."""
+        if GROUP_FIELD in value:
+            return str(value[GROUP_FIELD])
+        if self.name == CITY_SLOT and "query" in value:
+            return str(value["query"])
+        return None
+
+    @property
+    def is_place(self) -> bool:
+        return any(self.group_of(value) is not None for value in self.values)
+
+
+@dataclass(frozen=True)
+class ValuePools:
+    slots: dict[str, Slot]
+    source: str = ""
+
+    def uses_for(self, tool: str) -> list[tuple[Slot, SlotUse]]:
+        """Every (slot, use) filling arguments of `tool`, widest use first: a use that sets two
+        arguments together (a price cap with its currency) wins over one that sets only one."""
+        found = [(slot, use) for slot in self.slots.values() for use in slot.uses if use.tool == tool]
+        return sorted(found, key=lambda item: -len(item[1].arguments))
+
+    def covered_arguments(self, tool: str) -> set[str]:
+        return {name for _, use in self.uses_for(tool) for name in use.arguments}
+
+
+def value_pools_from_dict(data: Any, source: str = "value pools") -> ValuePools:
+    """Check the shape and build the pools; a problem names the slot."""
+    if not isinstance(data, dict) or not isinstance(data.get("slots"), dict):
+        raise UserError(f"{source}: expected an object with a 'slots' mapping")
+    slots = {}
+    for name, spec in data["slots"].items():
+        where = f"{source}: slots.{name}"
+        if not isinstance(spec, dict) or not isinstance(spec.get("values"), list) or not spec["values"]:
+            raise UserError(f"{where}: expected a non-empty 'values' list")
+        if not all(isinstance(value, dict) for value in spec["values"]):
+            raise UserError(f"{where}: every value must be an object")
+        uses = []
+        for use in spec.get("used_by", []):
+            if not isinstance(use, dict) or not isinstance(use.get("tool"), str) or not isinstance(use.get("arguments"), dict):
+                raise UserError(f"{where}.used_by: each entry needs 'tool' and 'arguments'")
+            missing = [f for f in use["arguments"].values() if any(f not in value for value in spec["values"])]
+            if missing:
+                raise UserError(f"{where}.used_by: field {missing[0]!r} is missing from some values")
+            uses.append(SlotUse(use["tool"], dict(use["arguments"])))
+        slots[name] = Slot(name, list(spec["values"]), uses, str(spec.get("description", "")))
+    return ValuePools(slots, source)
+
+
+def load_value_pools(path: Path) -> ValuePools:
+    if not path.is_file():
+        raise UserError(f"{path}: no such value pools file")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    return value_pools_from_dict(data, str(path))
+
+
+# ---------------------------------------------------------------------------------- dates as said
+def spell_date(iso: str) -> str:
+    """'2025-06-12' -> 'June 12, 2025' (the spelling `fcbench.grounding` reads back)."""
+    day = date.fromisoformat(iso)
+    return f"{_MONTH_NAMES[day.month - 1]} {day.day}, {day.year}"
+
+
+def _spell_day_first(iso: str) -> str:
+    day = date.fromisoformat(iso)
+    return f"{day.day} {_MONTH_NAMES[day.month - 1]} {day.year}"
+
+
+def _month_number(text: str) -> int:
+    return next(i for i, name in enumerate(_MONTH_NAMES, start=1) if name.lower().startswith(text.lower()[:3]))
+
+
+def _spelled_dates(query: str) -> Iterable[tuple[int, int, str, str]]:
+    """(start, end, iso, style) for every date the query spells with a month name."""
+    for pattern, style in ((_SPELLED_MONTH_FIRST, "month_first"), (_SPELLED_DAY_FIRST, "day_first")):
+        for match in pattern.finditer(query):
+            try:
+                iso = date(int(match.group("year")), _month_number(match.group("month")), int(match.group("day"))).isoformat()
+            except ValueError:
+                continue
+            yield match.start(), match.end(), iso, style
+
+
+# -------------------------------------------------------------------------- where a query says it
+@dataclass(frozen=True)
+class Span:
+    start: int
+    end: int
+    field: str  # which field of the value the text says
+    style: str = "plain"  # dates: iso, month_first or day_first
+
+
+def _literal_pattern(text: str) -> re.Pattern[str]:
+    # not inside a longer word or number: "2" must not match in "2025", "Rome" not in "Romeo"
+    return re.compile(r"(?<![\w.])" + re.escape(text) + r"(?![\w]|\.\d)", re.I)
+
+
+def find_value_text(query: str, field_name: str, value: Any) -> list[Span]:
+    """Every place the query states one field of a value (dates in any spelling)."""
+    if isinstance(value, bool) or value is None or isinstance(value, (dict, list)):
+        return []
+    text = _number_text(value) if isinstance(value, (int, float)) else str(value)
+    if not text.strip():
+        return []
+    spans = [Span(m.start(), m.end(), field_name, "iso" if _ISO_DATE.match(text) else "plain")
+             for m in _literal_pattern(text).finditer(query)]
+    if isinstance(value, str) and _ISO_DATE.match(value):
+        spans += [Span(start, end, field_name, style) for start, end, iso, style in _spelled_dates(query) if iso == value]
+    return spans
+
+
+def _number_text(value: int | float) -> str:
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
+def render_like(span: Span, value: Any) -> str:
+    """The new value written the way the query wrote the old one."""
+    if isinstance(value, str) and _ISO_DATE.match(value):
+        if span.style == "month_first":
+            return spell_date(value)
+        if span.style == "day_first":
+            return _spell_day_first(value)
+    return _number_text(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+
+
+# --------------------------------------------------------------------- slot values in a sample
+@dataclass(frozen=True)
+class Site:
+    """Where a slot value sits: the call and the use (which arguments, which fields)."""
+
+    label: str
+    use: SlotUse
+
+
+@dataclass
+class SlotInstance:
+    """One slot value held by a path (maybe by several calls: the stay of a hotel search and of its room list)."""
+
+    slot: str
+    value: dict[str, Any]
+    sites: list[Site] = field(default_factory=list)
+
+    @property
+    def fields(self) -> list[str]:
+        used = sorted({f for site in self.sites for f in site.use.arguments.values()})
+        return used + ([WORDS_FIELD] if WORDS_FIELD in self.value and WORDS_FIELD not in used else [])
+
+    def key(self) -> str:
+        return json.dumps([self.slot, {f: self.value.get(f) for f in self.fields}], sort_keys=True, default=str)
+
+    def describe(self) -> str:
+        shown = {f: self.value.get(f) for f in self.fields if f != WORDS_FIELD}
+        return f"{self.slot}={json.dumps(shown, ensure_ascii=False, sort_keys=True)}"
+
+
+def _is_literal(value: Any) -> bool:
+    return value is not None and parse_reference(value) is None and not isinstance(value, (dict, list))
+
+
+def _matching_value(slot: Slot, use: SlotUse, call: Call) -> dict[str, Any] | None:
+    for value in slot.values:
+        if all(call.arguments[arg] == value[f] and type(call.arguments[arg]) is not bool
+               for arg, f in use.arguments.items()):
+            return value
+    return None
+
+
+def detect_slot_instances(sample: Sample, pools: ValuePools) -> list[SlotInstance]:
+    """The slot values the path's literal arguments hold, in path order; calls holding the same
+    value of the same slot share one instance (so they change together)."""
+    instances: dict[str, SlotInstance] = {}
+    for call in sample.all_calls():
+        taken: set[str] = set()
+        for slot, use in pools.uses_for(call.name):
+            names = set(use.arguments)
+            if names & taken or not all(name in call.arguments and _is_literal(call.arguments[name]) for name in names):
+                continue
+            value = _matching_value(slot, use, call)
+            if value is None:
+                continue
+            taken |= names
+            site = Site(call.label, use)
+            instance = SlotInstance(slot.name, value, [site])
+            existing = instances.setdefault(instance.key(), instance)
+            if existing is not instance:
+                existing.sites.append(site)
+    return list(instances.values())
+
+
+def stated_spans(query: str, instances: Sequence[SlotInstance]) -> dict[int, list[Span]]:
+    """Where the query states each instance (by index). Longer texts claim their span first, so
+    "Sydney Airport" is the airport and the "Sydney" inside it is not also the city."""
+    wanted = []
+    for index, instance in enumerate(instances):
+        for field_name in instance.fields:
+            value = instance.value.get(field_name)
+            for span in find_value_text(query, field_name, value):
+                wanted.append((-(span.end - span.start), span.start, index, span))
+    claimed: list[tuple[int, int]] = []
+    found: dict[int, list[Span]] = {}
+    for _, _, index, span in sorted(wanted, key=lambda item: item[:3]):
+        if any(span.start < end and start < span.end for start, end in claimed):
+            continue
+        claimed.append((span.start, span.end))
+        found.setdefault(index, []).append(span)
+    return found
+
+
+# ------------------------------------------------------------------------------- substitution
+@dataclass
+class Substitution:
+    query: str
+    calls: list[list[Call]]
+    changed: list[tuple[str, dict[str, Any], dict[str, Any]]]  # (slot, old value, new value)
+
+
+def _group_mapping(instances: Sequence[SlotInstance], pools: ValuePools, rng: random.Random) -> dict[str, str]:
+    """Old city -> new city, one-to-one: places of one city stay together, places of two cities stay apart."""
+    old_groups = sorted({g for inst in instances if (g := pools.slots[inst.slot].group_of(inst.value)) is not None})
+    all_groups = sorted({g for slot in pools.slots.values() for value in slot.values
+                         if (g := slot.group_of(value)) is not None})
+    fresh = [g for g in all_groups if g not in old_groups]
+    rng.shuffle(fresh)
+    pool = fresh + rng.sample(old_groups, len(old_groups))  # reuse old cities only when new ones run out
+    mapping: dict[str, str] = {}
+    for old in old_groups:
+        mapping[old] = next(g for g in pool if g not in mapping.values())
+    return mapping
+
+
+def choose_new_values(instances: Sequence[SlotInstance], pools: ValuePools, rng: random.Random) -> list[dict[str, Any]]:
+    """A new value per instance: another value of the same slot (in the mapped city for places),
+    never the same as another instance of the slot gets."""
+    mapping = _group_mapping(instances, pools, rng)
+    taken: dict[str, list[str]] = {}
+    chosen = []
+    for instance in instances:
+        slot = pools.slots[instance.slot]
+        old_key = _fields_key(instance.value, instance.fields)
+        candidates = [v for v in slot.values if _fields_key(v, instance.fields) != old_key
+                      and _fields_key(v, instance.fields) not in taken.get(slot.name, [])]
+        group = slot.group_of(instance.value)
+        same_group = [v for v in candidates if group is None or slot.group_of(v) == mapping.get(group)]
+        options = same_group or candidates or [instance.value]
+        new = options[rng.randrange(len(options))]
+        taken.setdefault(slot.name, []).append(_fields_key(new, instance.fields))
+        chosen.append(new)
+    return chosen
+
+
+def _fields_key(value: dict[str, Any], fields: Sequence[str]) -> str:
+    return json.dumps([value.get(f) for f in fields if f != WORDS_FIELD], default=str)
+
+
+def substitute_slots(sample: Sample, pools: ValuePools, rng: random.Random) -> Substitution:
+    """Replace every slot value the query states, in the query and in each argument holding it.
+    Values the query does not state are left alone: changing them would make the query and the
+    arguments disagree."""
+    query = user_query(sample)
+    instances = detect_slot_instances(sample, pools)
+    spans = stated_spans(query, instances)
+    stated = [instance for index, instance in enumerate(instances) if index in spans]
+    new_values = choose_new_values(stated, pools, rng)
+    edits: list[tuple[Span, str]] = []
+    by_label: dict[str, dict[str, Any]] = {}
+    changed = []
+    for instance, new in zip(stated, new_values):
+        index = instances.index(instance)
+        edits += [(span, render_like(span, new.get(span.field, ""))) for span in spans[index]]
+        for site in instance.sites:
+            updates = by_label.setdefault(site.label, {})
+            updates.update({arg: new[f] for arg, f in site.use.arguments.items()})
+        changed.append((instance.slot, instance.value, new))
+    for span, text in sorted(edits, key=lambda edit: -edit[0].start):
+        query = query[:span.start] + text + query[span.end:]
+    calls = [[Call(label=call.label, name=call.name, arguments={**call.arguments, **by_label.get(call.label, {})})
+              for call in step] for step in sample.calls]
+    return Substitution(query, calls, changed)
+
+
+def user_query(sample: Sample) -> str:
+    """The text of the last user message (the query a template asks)."""
+    for message in reversed(sample.messages):
+        if message.get("role") == "user" and isinstance(message.get("content"), str):
+            return message["content"]
+    return ""
+
+
+# --------------------------------------------------------------------------- the stage3 check
+def slot_value_problem(template: Sample, variant: Sample, pools: ValuePools) -> str | None:
+    """Why the variant drops a slot value, or None. Only values the template's query stated are
+    checked (a default the template leaves unsaid may stay unsaid):
+    - the variant's argument there must be stated by the variant's query;
+    - a value the template's query stated must not still be stated by the variant's query when no
+      argument of the variant holds it any more."""
+    template_query, variant_query = user_query(template), user_query(variant)
+    template_instances = detect_slot_instances(template, pools)
+    stated = stated_spans(template_query, template_instances)
+    stated_sites = {(site.label, tuple(sorted(site.use.arguments)))
+                    for index, instance in enumerate(template_instances) if index in stated for site in instance.sites}
+    variant_instances = detect_slot_instances(variant, pools)
+    variant_keys = {instance.key() for instance in variant_instances}
+    for instance in variant_instances:
+        at_stated_site = any((site.label, tuple(sorted(site.use.arguments))) in stated_sites for site in instance.sites)
+        if at_stated_site and not _is_stated(variant_query, instance):
+            site = instance.sites[0]
+            return f"argument {site.label}.{'/'.join(sorted(site.use.arguments))} holds {instance.describe()}, which the query does not state"
+    held = {str(value).lower() for call in variant.all_calls() for value in call.arguments.values() if _is_literal(value)}
+    for index, instance in enumerate(template_instances):
+        if index not in stated or instance.key() in variant_keys:
+            continue
+        if _still_stated(variant_query, instance, held):
+            return f"the query still states {instance.describe()} but no argument holds it"
+    lost = [site for index, instance in enumerate(template_instances) if index in stated for site in instance.sites
+            if not _site_filled(variant, site)]
+    if lost:
+        return f"argument {lost[0].label}.{'/'.join(sorted(lost[0].use.arguments))} lost the value the query states"
+    return None
+
+
+def _is_stated(query: str, instance: SlotInstance) -> bool:
+    return any(find_value_text(query, f, instance.value.get(f)) for f in instance.fields)
+
+
+def _still_stated(query: str, instance: SlotInstance, held: set[str]) -> bool:
+    """Whether the query names the old value by a text no argument holds any more. Only names
+    count: not its `words` (other values share them), not a bare number (any date or count may
+    contain it), not a text another value shares (a budget's currency kept by the new budget)."""
+    for name in instance.fields:
+        value = instance.value.get(name)
+        if name != WORDS_FIELD and isinstance(value, str) and value.lower() not in held \
+                and find_value_text(query, name, value):
+            return True
+    return False
+
+
+def _site_filled(variant: Sample, site: Site) -> bool:
+    call = next((c for c in variant.all_calls() if c.label == site.label), None)
+    return call is not None and all(name in call.arguments and call.arguments[name] is not None
+                                    for name in site.use.arguments)

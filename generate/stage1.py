@@ -1,0 +1,461 @@
+"""`build-dataset stage1 PIPELINE`: coarse generation of drafts (a query and its call path).
+
+For each of `stages.stage1.queries` drafts a tool subset is sampled from the catalog (seeded; within
+one domain, or across two for a `cross_domain_ratio` share; sizes from `tool_subset_sizes`). Then:
+- with an LLM: the model writes a query needing several dependent steps (prompts/stage1_query.txt),
+  then drafts its path by function calling against the pipeline's environment (prompts/
+  stage1_solve.txt): the tool calls of one answer are one step, each is executed and its response
+  returned as a tool message, until the model answers in text or `max_steps` is reached;
+- without one (no `llm:`, `--offline` or `stage1.offline: true`): the graph sampler
+  (`generate.graph_sampler`) chains tools whose outputs feed later inputs.
+Output under the build folder: drafts.jsonl (canonical samples, each valid), drafts.rejects.jsonl
+(why a draft could not be made, with the model's raw text), stage1.summary.json (counts, rejects by
+reason, LLM tokens and cost). The same seed (and, with an LLM, the same cached answers) gives
+byte-identical drafts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from fcbench.catalog import load_tools_file
+from fcbench.catalog.openai import openai_tool_param
+from fcbench.config import PipelineConfig
+from fcbench.environments import Environment
+from fcbench.errors import UserError
+from fcbench.jsonl import write_json, write_json_lines
+from fcbench.references import format_reference
+from fcbench.sample import Call, Provenance, Sample, Tool, path_shape, sample_to_dict
+from fcbench.validate import validate_record
+from generate.graph_sampler import (DEFAULT_PHRASES, DraftRequest, FeedGraph, PhraseBook, PlanFailed, ToolSubset,
+                                    build_feed_graph, cross_domain_flags, propose_draft, sample_tool_subset, tool_domain)
+from generate.slots import ValuePools, load_value_pools
+
+PROMPTS = Path(__file__).parent / "prompts"
+QUERY_PROMPT = PROMPTS / "stage1_query.txt"
+SOLVE_PROMPT = PROMPTS / "stage1_solve.txt"
+GRAPH_SAMPLER = "graph-sampler"
+MAX_ATTEMPTS = 24  # offline tries per draft (a plan may pick places a tool refuses together)
+CACHE_FILE = "llm-cache.sqlite"
+
+
+# ----------------------------------------------------------------------------------- files
+@dataclass(frozen=True)
+class Stage1Paths:
+    drafts: Path
+    rejects: Path
+    summary: Path
+
+    @classmethod
+    def in_dir(cls, build_dir: Path) -> "Stage1Paths":
+        return cls(build_dir / "drafts.jsonl", build_dir / "drafts.rejects.jsonl", build_dir / "stage1.summary.json")
+
+
+@dataclass(frozen=True)
+class PromptFile:
+    path: Path
+    text: str
+    sha256: str
+    shown_as: str  # as recorded in provenance: relative to the pipelines file when inside it
+
+    @classmethod
+    def load(cls, path: Path, base: Path) -> "PromptFile":
+        data = path.read_bytes()
+        try:
+            shown = os.path.relpath(path, base)
+        except ValueError:  # another drive (Windows)
+            shown = str(path)
+        return cls(path, data.decode("utf-8"), hashlib.sha256(data).hexdigest(), shown if not shown.startswith("..") else str(path))
+
+    def render(self, **values: str) -> str:
+        """`{{name}}` markers replaced (prompt texts hold JSON braces, so no str.format)."""
+        text = self.text
+        for name, value in values.items():
+            text = text.replace("{{" + name + "}}", value)
+        return text
+
+
+@dataclass
+class Stage1Result:
+    drafts: list[Sample]
+    rejects: list[dict[str, Any]]
+    summary: dict[str, Any]
+
+
+@dataclass
+class _Reject(Exception):
+    reason: str
+    detail: str
+    raw: str | None = None
+
+
+# --------------------------------------------------------------------------------- the stage
+def run_stage1(pipeline: PipelineConfig, offline: bool = False, environment: Environment | None = None) -> Stage1Result:
+    """Generate the drafts and write the stage files. `environment`: an open one (tests), else the pipeline's."""
+    tools = _catalog(pipeline)
+    use_llm = not (offline or pipeline.stages.stage1.offline or pipeline.llm is None)
+    pools = _value_pools(pipeline, required=not use_llm)
+    graph = build_feed_graph(tools, pools)
+    if environment is None:
+        from fcbench.environments.from_config import open_environment
+
+        with open_environment(pipeline, []) as opened:
+            result = _generate(pipeline, tools, graph, pools, opened, use_llm)
+    else:
+        result = _generate(pipeline, tools, graph, pools, environment, use_llm)
+    paths = Stage1Paths.in_dir(pipeline.build_dir)
+    write_json_lines(paths.drafts, (sample_to_dict(draft) for draft in result.drafts))
+    write_json_lines(paths.rejects, result.rejects)
+    result.summary["outputs"] = {"drafts": str(paths.drafts), "rejects": str(paths.rejects), "summary": str(paths.summary)}
+    write_json(paths.summary, result.summary, indent=2)
+    return result
+
+
+def _catalog(pipeline: PipelineConfig) -> list[Tool]:
+    path = pipeline.tools_path
+    if path is None:
+        raise UserError(f"pipeline {pipeline.name!r} names no tool catalog: set `tools:` in pipelines.yaml")
+    if not path.is_file():
+        raise UserError(f"{path}: no such tool catalog (pipeline {pipeline.name!r}, `tools:`)")
+    return load_tools_file(path)
+
+
+def value_pools_path(pipeline: PipelineConfig) -> Path:
+    """stages.stage3.value_pools when declared, else value_pools.json beside the benchmark."""
+    declared = pipeline.stages.stage3.value_pools
+    return pipeline.resolve(declared) if declared else pipeline.dataset_path / "value_pools.json"
+
+
+def _value_pools(pipeline: PipelineConfig, required: bool) -> ValuePools:
+    path = value_pools_path(pipeline)
+    if path.is_file():
+        return load_value_pools(path)
+    if required:
+        raise UserError(f"{path}: no such file (the offline graph sampler draws start arguments from the value "
+                        f"pools; set stages.stage3.value_pools or configure `llm:`)")
+    return ValuePools({}, str(path))
+
+
+def phrases_path(pipeline: PipelineConfig) -> Path:
+    """A benchmark may ship its own phrase templates beside its tools."""
+    own = pipeline.dataset_path / "phrases.txt"
+    return own if own.is_file() else DEFAULT_PHRASES
+
+
+def _generate(pipeline: PipelineConfig, tools: list[Tool], graph: FeedGraph, pools: ValuePools,
+              environment: Environment, use_llm: bool) -> Stage1Result:
+    settings = pipeline.stages.stage1
+    flags = cross_domain_flags(settings.queries, settings.cross_domain_ratio, pipeline.seed)
+    subsets: list[ToolSubset | None] = []
+    subset_rejects: dict[int, dict[str, Any]] = {}
+    for index, cross in enumerate(flags):
+        try:
+            subsets.append(sample_tool_subset(index, cross, graph, settings.tool_subset_sizes, pipeline.seed,
+                                              plannable_only=not use_llm))
+        except PlanFailed as exc:
+            subsets.append(None)
+            subset_rejects[index] = {"id": draft_id(pipeline, index), "reason": "stage1.no_tool_subset", "detail": str(exc)}
+    if use_llm:
+        outcomes, llm_summary = _run_llm(pipeline, tools, subsets, environment)
+        generator = pipeline.llm.model if pipeline.llm else ""
+    else:
+        outcomes, llm_summary = _run_offline(pipeline, tools, graph, pools, subsets, environment), None
+        generator = GRAPH_SAMPLER
+    drafts, rejects = [], []
+    for index, outcome in enumerate(outcomes):
+        if index in subset_rejects:
+            rejects.append(subset_rejects[index])
+        elif isinstance(outcome, Sample):
+            problems = validate_record(sample_to_dict(outcome))
+            if problems:
+                rejects.append({"id": outcome.id, "reason": "stage1.invalid_draft",
+                                "detail": "; ".join(f"{where}: {message}" for where, message in problems[:3]),
+                                "sample": sample_to_dict(outcome)})
+            else:
+                drafts.append(outcome)
+        elif outcome is not None:
+            rejects.append(outcome)
+    return Stage1Result(drafts, rejects, _summary(pipeline, drafts, rejects, generator, use_llm, llm_summary))
+
+
+def draft_id(pipeline: PipelineConfig, index: int) -> str:
+    return f"{pipeline.name}-draft-{index + 1:04d}"
+
+
+def _summary(pipeline: PipelineConfig, drafts: Sequence[Sample], rejects: Sequence[dict[str, Any]], generator: str,
+             use_llm: bool, llm_summary: dict[str, Any] | None) -> dict[str, Any]:
+    shapes = [path_shape(draft) for draft in drafts]
+    return {
+        "pipeline": pipeline.name,
+        "mode": "llm" if use_llm else "offline",
+        "generator": generator,
+        "seed": pipeline.seed,
+        "requested": pipeline.stages.stage1.queries,
+        "counts": {"drafts": len(drafts), "rejected": len(rejects),
+                   "cross_domain": sum(bool(d.meta.get("stage1", {}).get("cross_domain")) for d in drafts),
+                   "nested": sum(shape.difficulty.value == "nested" for shape in shapes),
+                   "calls": sum(shape.n_calls for shape in shapes)},
+        "difficulty": dict(sorted(Counter(shape.difficulty.value for shape in shapes).items())),
+        "reasons": dict(sorted(Counter(reject["reason"] for reject in rejects).items())),
+        "llm": llm_summary,
+    }
+
+
+# ------------------------------------------------------------------------------ offline path
+def _run_offline(pipeline: PipelineConfig, tools: list[Tool], graph: FeedGraph, pools: ValuePools,
+                 subsets: Sequence[ToolSubset | None], environment: Environment) -> list[Sample | dict[str, Any] | None]:
+    phrases_file = PromptFile.load(phrases_path(pipeline), pipeline.resolve("."))
+    phrases = PhraseBook.parse(phrases_file.text)
+    max_steps = pipeline.stages.stage1.max_steps
+    journeys: dict[str, bool] = {}
+    seen_queries: set[str] = set()
+    outcomes: list[Sample | dict[str, Any] | None] = []
+    for index, subset in enumerate(subsets):
+        if subset is None:
+            outcomes.append(None)
+            continue
+        offered = [tool for tool in tools if tool.name in subset.tools]
+        failures: Counter[str] = Counter()
+        for attempt in range(MAX_ATTEMPTS):
+            request = DraftRequest(subset.goals, frozenset(subset.tools), frozenset(subset.domains),
+                                   f"{pipeline.seed}:stage1:{index}:{attempt}", max_steps, dict(journeys))
+            try:
+                proposed = propose_draft(request, graph, pools, phrases, environment, offered)
+            except PlanFailed as exc:
+                failures[str(exc)] += 1
+                continue
+            if proposed.query in seen_queries:
+                failures["the query repeats an earlier draft"] += 1
+                continue
+            seen_queries.add(proposed.query)
+            journeys.update(proposed.journeys)
+            outcomes.append(_offline_sample(pipeline, index, subset, offered, proposed.query, proposed.calls,
+                                            phrases_file, attempt + 1))
+            break
+        else:
+            outcomes.append({"id": draft_id(pipeline, index), "reason": "stage1.no_executable_path",
+                             "detail": f"{MAX_ATTEMPTS} attempts; most frequent problem: {failures.most_common(1)[0][0]}",
+                             "goals": list(subset.goals), "sampled_tools": list(subset.tools)})
+    return outcomes
+
+
+def _draft_domain(tools: Sequence[Tool], calls: Sequence[Sequence[Call]]) -> str | list[str]:
+    used = {call.name for step in calls for call in step}
+    domains = list(dict.fromkeys(tool_domain(tool) for tool in tools if tool.name in used))
+    return domains[0] if len(domains) == 1 else domains
+
+
+def _offline_sample(pipeline: PipelineConfig, index: int, subset: ToolSubset, offered: list[Tool], query: str,
+                    calls: list[list[Call]], phrases: PromptFile, attempts: int) -> Sample:
+    return Sample(
+        id=draft_id(pipeline, index),
+        domain=_draft_domain(offered, calls),
+        messages=[{"role": "user", "content": query}],
+        tools=offered,
+        calls=calls,
+        provenance=Provenance(stage="stage1", model=GRAPH_SAMPLER, prompt_file=phrases.shown_as,
+                              prompt_hash=phrases.sha256, seed=pipeline.seed, sampled_tools=list(subset.tools)),
+        meta={"stage1": {"cross_domain": subset.cross_domain, "goals": list(subset.goals), "attempts": attempts}},
+    )
+
+
+# ---------------------------------------------------------------------------------- LLM path
+def _run_llm(pipeline: PipelineConfig, tools: list[Tool], subsets: Sequence[ToolSubset | None],
+             environment: Environment) -> tuple[list[Sample | dict[str, Any] | None], dict[str, Any]]:
+    from generate.cache import RequestCache
+    from generate.llm import LLMClient
+
+    base = pipeline.resolve(".")
+    prompts = (PromptFile.load(QUERY_PROMPT, base), PromptFile.load(SOLVE_PROMPT, base))
+    assert pipeline.llm is not None  # checked by the caller
+
+    async def run_all() -> tuple[list[Sample | dict[str, Any] | None], dict[str, Any]]:
+        cache = RequestCache(pipeline.build_dir / CACHE_FILE)
+        try:
+            async with LLMClient(pipeline.llm, cache, jitter_seed=pipeline.seed) as client:
+                drafter = LLMDrafter(pipeline, client, environment, prompts)
+                results = await asyncio.gather(*(drafter.draft(index, subset, tools) if subset is not None else _none()
+                                                 for index, subset in enumerate(subsets)))
+                return list(results), client.summary()
+        finally:
+            cache.close()
+
+    return asyncio.run(run_all())
+
+
+async def _none() -> None:
+    return None
+
+
+def parse_query(completion: Any) -> str:
+    """The query out of the model's JSON answer; `ParseError` (re-asked, then rejected) otherwise."""
+    from generate.llm import ParseError
+
+    text = (completion.content or "").strip()
+    if text.startswith("```"):  # a fenced block is still the JSON we asked for
+        text = text.strip("`").removeprefix("json").strip()
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ParseError(f"not JSON ({exc.msg})") from None
+    query = value.get("query") if isinstance(value, dict) else None
+    if not isinstance(query, str) or not query.strip():
+        raise ParseError("expected an object with a non-empty string 'query'")
+    return query.strip()
+
+
+@dataclass
+class LLMDrafter:
+    pipeline: PipelineConfig
+    client: Any  # generate.llm.LLMClient
+    environment: Environment
+    prompts: tuple[PromptFile, PromptFile]
+    failed_calls: Counter[str] = field(default_factory=Counter)
+
+    async def draft(self, index: int, subset: ToolSubset, catalog: Sequence[Tool]) -> Sample | dict[str, Any]:
+        sample_id = draft_id(self.pipeline, index)
+        offered = [tool for tool in catalog if tool.name in subset.tools]
+        try:
+            query = await self._write_query(index, offered)
+            calls, final_text, failed = await self._solve(index, query, offered)
+        except _Reject as reject:
+            record = {"id": sample_id, "reason": reject.reason, "detail": reject.detail, "sampled_tools": list(subset.tools)}
+            if reject.raw is not None:
+                record["raw"] = reject.raw
+            return record
+        query_prompt, solve_prompt = self.prompts
+        return Sample(
+            id=sample_id,
+            domain=_draft_domain(offered, calls),
+            messages=[{"role": "user", "content": query}],
+            tools=offered,
+            calls=reference_earlier_outputs(calls, query),
+            provenance=Provenance(stage="stage1", model=self.client.config.model, prompt_file=query_prompt.shown_as,
+                                  prompt_hash=query_prompt.sha256, seed=self.pipeline.seed, sampled_tools=list(subset.tools)),
+            meta={"stage1": {"cross_domain": subset.cross_domain, "final_text": final_text, "failed_calls": failed,
+                             "prompts": {query_prompt.shown_as: query_prompt.sha256, solve_prompt.shown_as: solve_prompt.sha256},
+                             "llm": self.client.provenance()}},
+        )
+
+    async def _write_query(self, index: int, offered: Sequence[Tool]) -> str:
+        from generate.llm import ChatRequest, LLMRejection
+
+        prompt = self.prompts[0]
+        specs = json.dumps([openai_tool_param(tool) for tool in offered], ensure_ascii=False, indent=1)
+        text = prompt.render(tools=specs, min_calls=str(min(3, max(2, len(offered)))))
+        request = ChatRequest(messages=[{"role": "user", "content": text}], response_format={"type": "json_object"},
+                              sample_index=index, prompt_hash=prompt.sha256)
+        outcome = await self.client.complete(request, parse_query)
+        if isinstance(outcome, LLMRejection):
+            raise _Reject("stage1.unusable_query", outcome.reason, outcome.raw_text)
+        return outcome.parsed
+
+    async def _solve(self, index: int, query: str, offered: Sequence[Tool]) -> tuple[list[list[Call]], str, list[str]]:
+        """The function-calling loop: one step per answer with tool calls, until a text answer."""
+        from generate.llm import ChatRequest, LLMRejection
+
+        prompt = self.prompts[1]
+        names = {tool.name for tool in offered}
+        specs = [openai_tool_param(tool) for tool in offered]
+        messages: list[dict[str, Any]] = [{"role": "system", "content": prompt.text}, {"role": "user", "content": query}]
+        steps: list[list[Call]] = []
+        failed: list[str] = []
+        max_steps = self.pipeline.stages.stage1.max_steps
+        for turn in range(max_steps + 1):
+            request = ChatRequest(messages=list(messages), tools=specs, sample_index=index, prompt_hash=prompt.sha256)
+            outcome = await self.client.complete(request)
+            if isinstance(outcome, LLMRejection):
+                raise _Reject("stage1.llm_failed", outcome.reason, outcome.raw_text)
+            completion = outcome.completion
+            if not completion.tool_calls:
+                if not steps:
+                    raise _Reject("stage1.no_calls", "the model answered without calling a tool", completion.raw_text)
+                return steps, completion.content or "", failed
+            if turn == max_steps:
+                raise _Reject("stage1.max_steps", f"still calling tools after max_steps={max_steps} steps",
+                              completion.raw_text)
+            planned = [(call, _tool_arguments(call, names)) for call in completion.tool_calls]
+            outcomes = self.environment.call_step([(call.name, arguments) for call, arguments in planned])
+            messages.append({"role": "assistant", "content": completion.content, "tool_calls": [
+                {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+                for call in completion.tool_calls]})
+            step = []
+            for (call, arguments), result in zip(planned, outcomes):
+                content = result.response if result.ok else {"error": result.error}
+                messages.append({"role": "tool", "tool_call_id": call.id,
+                                 "content": json.dumps(content, ensure_ascii=False)})
+                if result.ok:
+                    step.append(Call(label=f"var_{sum(map(len, steps)) + len(step) + 1}", name=call.name,
+                                     arguments=arguments, response=result.response))
+                else:  # the model sees the error and may correct itself; the failed call is no part of the path
+                    failed.append(f"{call.name}: {result.reason.value if result.reason else 'error'}: {result.error}")
+            if step:
+                steps.append(step)
+        raise AssertionError("unreachable: the loop returns or rejects at max_steps")
+
+
+def _tool_arguments(call: Any, names: set[str]) -> dict[str, Any]:
+    if call.name not in names:
+        raise _Reject("stage1.unknown_tool", f"the model called {call.name!r}, which is not among the offered tools",
+                      json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False))
+    try:
+        arguments = json.loads(call.arguments or "{}")
+    except json.JSONDecodeError as exc:
+        raise _Reject("stage1.bad_tool_arguments", f"{call.name}: arguments are not JSON ({exc.msg})",
+                      call.arguments) from None
+    if not isinstance(arguments, dict):
+        raise _Reject("stage1.bad_tool_arguments", f"{call.name}: arguments are not a JSON object", call.arguments)
+    return arguments
+
+
+# ------------------------------------------------------------- literal values -> references
+def _leaves(value: Any, path: tuple[str | int, ...] = ()) -> list[tuple[tuple[str | int, ...], Any]]:
+    if isinstance(value, dict):
+        return [leaf for key, item in value.items() for leaf in _leaves(item, path + (key,))]
+    if isinstance(value, list):
+        return [leaf for i, item in enumerate(value) for leaf in _leaves(item, path + (i,))]
+    return [(path, value)]
+
+
+def _worth_referencing(value: Any, query: str) -> bool:
+    """Ids, tokens, slugs and coordinates: values a user does not say and a response gives."""
+    if isinstance(value, bool) or value is None:
+        return False
+    if isinstance(value, str):
+        return len(value) >= 3 and value.lower() not in query.lower()
+    if isinstance(value, float):
+        return str(value) not in query
+    if isinstance(value, int):
+        return abs(value) >= 1000 and str(value) not in query
+    return False
+
+
+def reference_earlier_outputs(steps: list[list[Call]], query: str) -> list[list[Call]]:
+    """The model copies values out of responses; write each such value as a `$label.path$`
+    reference to the first earlier response holding it, so the path records what feeds what."""
+    seen: list[tuple[str, list[tuple[tuple[str | int, ...], Any]]]] = []
+    rewritten = []
+    for step in steps:
+        new_step = []
+        for call in step:
+            arguments = {}
+            for name, value in call.arguments.items():
+                arguments[name] = value
+                if not _worth_referencing(value, query):
+                    continue
+                for label, leaves in seen:
+                    path = next((p for p, leaf in leaves if leaf == value and type(leaf) is type(value)), None)
+                    if path is not None:
+                        arguments[name] = format_reference(label, path)
+                        break
+            new_step.append(call.model_copy(update={"arguments": arguments}))
+        rewritten.append(new_step)
+        seen.extend((call.label, _leaves(call.response)) for call in step)
+    return rewritten
