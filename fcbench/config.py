@@ -13,6 +13,7 @@ Paths in the file are relative to the file itself, not to the working directory.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -144,14 +145,27 @@ class FilterConfig(_Config):
 
 
 class ExportConfig(_Config):
+    """Parquet splits in Hugging Face layout, the dataset card, and copies in other formats."""
+
     split: Literal["ratio", "domain", "template"] = "ratio"
-    ratios: dict[str, float] = Field(default_factory=lambda: {"test": 1.0})
-    shard_rows: int = Field(10_000, ge=1)
+    ratios: dict[str, float] = Field(default_factory=lambda: {"test": 1.0})  # ratio and template splits
+    shard_rows: int = Field(10_000, ge=1)  # at most this many rows per Parquet shard
+    shard_bytes: int = Field(500_000_000, ge=1)  # and about this much uncompressed data (HF's max_shard_size)
     formats: list[str] = Field(default_factory=lambda: ["parquet"])
+    task_categories: list[str] = Field(default_factory=lambda: ["text-generation"])  # dataset card metadata
+    tags: list[str] = Field(default_factory=lambda: ["function-calling", "tool-use"])
+
+    @field_validator("ratios")
+    @classmethod
+    def _split_names_hugging_face_accepts(cls, ratios: dict[str, float]) -> dict[str, float]:
+        bad = [name for name in ratios if not re.match(r"^\w+(\.\w+)*$", name)]
+        if bad:
+            raise ValueError(f"split names may hold only letters, digits, '_' and '.', got {bad[0]!r}")
+        return ratios
 
     @model_validator(mode="after")
     def _ratios_sum_to_one(self) -> ExportConfig:
-        if self.split == "ratio":
+        if self.split in ("ratio", "template"):  # both assign samples by the ratios
             if any(ratio < 0 for ratio in self.ratios.values()):
                 raise ValueError("split ratios may not be negative")
             if not math.isclose(sum(self.ratios.values()), 1.0, abs_tol=1e-9):

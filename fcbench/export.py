@@ -1,0 +1,594 @@
+"""Export: validated samples -> Parquet splits in Hugging Face layout, a dataset card, and copies in
+the other benchmark formats.
+
+Layout under `<build>/export/`:
+
+    data/<split>-00000-of-00002.parquet   one schema for every split and shard (PARQUET_SCHEMA)
+    README.md                             dataset card (fcbench.dataset_card)
+    <format>/<split>.<ext>                ExportConfig.formats other than parquet
+
+plus `<build>/export.rejects.jsonl` (lines that could not be exported, with their reason) and
+`<build>/export.summary.json`.
+
+Memory stays bounded whatever the input size: the validated file is read line by line, each split
+buffers at most one record batch (BATCH_ROWS rows / BATCH_CHARS characters) before it is written
+as a row group, and a shard is closed when it reaches the configured size. Shard names need the
+shard count (`-of-0000N`), which is only known at the end, so shards are written under temporary
+names and renamed; the whole export is built in a temporary folder and swapped in at the end, so
+a crash never leaves a half export and a re-run never leaves stale shards. The copies in other
+formats hold one split in memory at a time, because the format adapters write from a list.
+
+Determinism: rows keep the input order, splits come from fcbench.splits (seeded hashes), JSON
+cells are dumped the same way every time, and the Parquet writer options are fixed and embed no
+timestamp, so the same input and seed give byte-identical files.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Iterator, Mapping
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import ValidationError
+
+from fcbench.config import ExportConfig, PipelineConfig
+from fcbench.dataset_card import CardInfo, ProvenanceTally, SplitInfo, render_card
+from fcbench.errors import UserError
+from fcbench.formats import FORMATS, FormatError, FormatOptions, Rejected, read_samples, write_samples
+from fcbench.jsonl import dumps_line, iter_json_lines, write_json
+from fcbench.sample import Sample, path_shape, sample_from_dict, sample_to_dict
+from fcbench.splits import assign_split, template_key
+from fcbench.stats import DatasetStats, compute_stats
+
+PARQUET = "parquet"
+STAGE_SUMMARIES = ("stage1", "stage2", "stage3", "filter")  # read into the card when present
+
+# A record batch (= one Parquet row group) is flushed at whichever limit comes first. 1000 rows keep
+# row groups useful for readers; the character cap bounds memory when responses are large.
+BATCH_ROWS = 1_000
+BATCH_CHARS = 32_000_000
+
+# ------------------------------------------------------------------------------------------ schema
+# Every column is nullable: `datasets` builds nullable Arrow fields from its features, and a
+# non-nullable Parquet field would make its cast fail. `messages` is a JSON string rather than
+# list<struct<role, content>>: OpenAI messages are heterogeneous (assistant turns carry tool_calls
+# and null content, tool turns carry tool_call_id, content may be a list of parts), so a fixed
+# struct would drop keys or need every key any benchmark ever used, each null almost everywhere.
+PARQUET_SCHEMA = pa.schema([
+    pa.field("id", pa.string()),
+    pa.field("domain", pa.list_(pa.string())),
+    pa.field("difficulty", pa.string()),
+    pa.field("n_steps", pa.int32()),
+    pa.field("n_calls", pa.int32()),
+    pa.field("nesting_depth", pa.int32()),
+    pa.field("n_dependencies", pa.int32()),
+    pa.field("messages", pa.string()),
+    pa.field("tools", pa.string()),
+    pa.field("calls", pa.string()),
+    pa.field("turns", pa.string()),
+    pa.field("acceptable", pa.string()),
+    pa.field("answer", pa.string()),
+    pa.field("dialog_acts", pa.list_(pa.string())),
+    pa.field("parent_id", pa.string()),
+    pa.field("provenance", pa.string()),
+    pa.field("meta", pa.string()),
+    pa.field("exact_fields", pa.string()),
+])
+
+COLUMN_DOCS = {
+    "id": "sample id",
+    "domain": "the sample's domain(s); a single domain is a one-element list",
+    "difficulty": "none / single / multiple / nested, derived from the gold path",
+    "n_steps": "steps of the gold path (a step is a set of parallel calls)",
+    "n_calls": "calls of the gold path",
+    "nesting_depth": "longest chain of calls reading an earlier call's output",
+    "n_dependencies": "(call, earlier call it reads) pairs",
+    "messages": "JSON: the conversation up to where the model must act (OpenAI chat messages)",
+    "tools": "JSON: the function specs offered, parameters as JSON Schema",
+    "calls": "JSON: the gold path, a list of steps of {label, name, arguments, response?}; "
+             "arguments may reference earlier outputs as $label.path$",
+    "turns": "JSON or null: later user turns with their own gold path (multi-turn)",
+    "acceptable": "JSON or null: accepted alternatives per call label and argument",
+    "answer": "JSON or null: the final answer executing the gold path gives (null = none recorded)",
+    "dialog_acts": "dialog acts of the expected reply (response-quality items), or null",
+    "parent_id": "the template a variant was generated from, or null",
+    "provenance": "JSON: stage, model, prompt, seed, annotator, Label Studio ids",
+    "meta": "JSON: format-specific fields kept for lossless conversion",
+    "exact_fields": "JSON or null: the exact value of domain / dialog_acts when the typed column "
+                    "normalises it (null on almost every row)",
+}
+
+JSON_COLUMNS = ("turns", "acceptable", "answer", "provenance", "meta")  # null column = field not set
+_SHAPE_COLUMNS = ("n_steps", "n_calls", "nesting_depth", "n_dependencies")
+# Statistics on small typed columns help readers skip row groups; on multi-KB JSON strings they
+# would only bloat the footer.
+_STATISTICS_COLUMNS = ["id", "difficulty", *_SHAPE_COLUMNS, "parent_id"]
+_WRITER_OPTIONS: dict[str, Any] = {
+    "compression": "zstd",
+    "compression_level": 3,
+    "use_dictionary": True,  # tool specs repeat across rows: dictionaries shrink them a lot
+    "write_statistics": _STATISTICS_COLUMNS,
+    "version": "2.6",
+    "data_page_version": "1.0",
+    "store_schema": True,  # readers get the exact Arrow types back (int32, list<string>)
+}
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+# ---------------------------------------------------------------------------- sample <-> row (pure)
+def _domain_cell(domain: Any) -> list[str] | None:
+    if domain is None:
+        return None
+    return [domain] if isinstance(domain, str) else list(domain)
+
+
+def _domain_from_cell(cell: list[str] | None) -> str | list[str] | None:
+    if cell is None:
+        return None
+    return cell[0] if len(cell) == 1 else cell
+
+
+def _exact_fields(data: Mapping[str, Any], domain_cell: list[str] | None) -> dict[str, Any]:
+    """Fields whose typed column would not give them back exactly: a domain written as a
+    one-element list or as an explicit null, dialog acts set to an explicit null."""
+    exact: dict[str, Any] = {}
+    if "domain" in data:
+        domain = data["domain"]
+        if domain is None or _domain_from_cell(domain_cell) != domain:
+            exact["domain"] = domain
+    if "dialog_acts" in data and data["dialog_acts"] is None:
+        exact["dialog_acts"] = None
+    return exact
+
+
+def sample_to_row(sample: Sample) -> dict[str, Any]:
+    """One Parquet row: typed columns for what users filter on, JSON strings for nested values."""
+    shape = path_shape(sample)
+    # sample_to_dict's own steps, sharing one path_shape (the costliest part of a row on big paths)
+    sample.difficulty = shape.difficulty
+    data = sample.model_dump(mode="json", exclude_unset=True)
+    domain = _domain_cell(data.get("domain"))
+    exact = _exact_fields(data, domain)
+    row: dict[str, Any] = {
+        "id": data["id"],
+        "domain": domain,
+        "difficulty": data["difficulty"],
+        "n_steps": shape.n_steps,
+        "n_calls": shape.n_calls,
+        "nesting_depth": shape.nesting_depth,
+        "n_dependencies": shape.n_dependencies,
+        "messages": _dump(data["messages"]),
+        "tools": _dump(data["tools"]),
+        "calls": _dump(data["calls"]),
+        "dialog_acts": data.get("dialog_acts"),
+        "parent_id": sample.provenance.parent_id,
+        "exact_fields": _dump(exact) if exact else None,
+    }
+    for column in JSON_COLUMNS:
+        row[column] = _dump(data[column]) if column in data else None
+    return row
+
+
+def _is_null(value: Any) -> bool:
+    # pandas gives NaN for a missing value in some column types
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _as_list(value: Any) -> list[Any] | None:
+    """A list cell as a plain list (pandas hands list columns over as numpy arrays)."""
+    if _is_null(value):
+        return None
+    return list(value.tolist() if hasattr(value, "tolist") else value)
+
+
+def row_to_sample(row: Mapping[str, Any]) -> Sample:
+    """Decode an exported row (from `datasets`, pandas or pyarrow) back into a canonical sample.
+
+    Raises pydantic's ValidationError when the decoded record is not a valid sample."""
+    data: dict[str, Any] = {
+        "id": row["id"],
+        "messages": json.loads(row["messages"]),
+        "tools": json.loads(row["tools"]),
+        "calls": json.loads(row["calls"]),
+    }
+    if not _is_null(row.get("difficulty")):
+        data["difficulty"] = row["difficulty"]
+    domain = _as_list(row.get("domain"))
+    if domain is not None:
+        data["domain"] = _domain_from_cell(domain)
+    dialog_acts = _as_list(row.get("dialog_acts"))
+    if dialog_acts is not None:
+        data["dialog_acts"] = dialog_acts
+    for column in JSON_COLUMNS:
+        if not _is_null(row.get(column)):
+            data[column] = json.loads(row[column])
+    if not _is_null(row.get("exact_fields")):
+        data.update(json.loads(row["exact_fields"]))
+    return sample_from_dict(data)
+
+
+def row_chars(row: Mapping[str, Any]) -> int:
+    """Approximate uncompressed size of a row (characters of its strings, 8 per number): counting
+    characters instead of encoding to UTF-8 keeps the check cheap; it only decides where shards end."""
+    size = 0
+    for value in row.values():
+        if isinstance(value, str):
+            size += len(value)
+        elif isinstance(value, list):
+            size += sum(len(item) for item in value)
+        else:
+            size += 8
+    return size
+
+
+# ------------------------------------------------------------------------------ sharded Parquet I/O
+def shard_name(split: str, index: int, count: int) -> str:
+    return f"{split}-{index:05d}-of-{count:05d}.parquet"
+
+
+class SplitWriter:
+    """Writes one split as Parquet shards of bounded size, one record batch buffered at a time."""
+
+    def __init__(self, split: str, data_dir: Path, shard_rows: int, shard_chars: int) -> None:
+        self.split = split
+        self.data_dir = data_dir
+        self.shard_rows = shard_rows
+        self.shard_chars = shard_chars
+        self.rows = 0
+        self.num_bytes = 0  # Arrow (uncompressed) size, what `datasets` reports as a split's num_bytes
+        self._shard_paths: list[Path] = []
+        self._writer: pq.ParquetWriter | None = None
+        self._shard_row_count = 0
+        self._shard_char_count = 0
+        self._batch: list[dict[str, Any]] = []
+        self._batch_chars = 0
+
+    def add(self, row: dict[str, Any]) -> None:
+        size = row_chars(row)
+        shard_full = self._shard_row_count >= self.shard_rows or self._shard_char_count + size > self.shard_chars
+        if self._shard_row_count and shard_full:
+            self._close_shard()
+        if self._writer is None:
+            self._open_shard()
+        self._batch.append(row)
+        self._batch_chars += size
+        self._shard_row_count += 1
+        self._shard_char_count += size
+        self.rows += 1
+        if len(self._batch) >= BATCH_ROWS or self._batch_chars >= BATCH_CHARS:
+            self._flush_batch()
+
+    def finish(self) -> list[Path]:
+        """Close the last shard and give every shard its final `-0000i-of-0000N` name."""
+        if self._writer is not None:
+            self._close_shard()
+        count = len(self._shard_paths)
+        final = []
+        for index, temporary in enumerate(self._shard_paths):
+            target = self.data_dir / shard_name(self.split, index, count)
+            os.replace(temporary, target)
+            final.append(target)
+        return final
+
+    def _open_shard(self) -> None:
+        path = self.data_dir / f".{self.split}-{len(self._shard_paths):05d}.parquet.partial"
+        self._writer = pq.ParquetWriter(path, PARQUET_SCHEMA, **_WRITER_OPTIONS)
+        self._shard_paths.append(path)
+        self._shard_row_count = 0
+        self._shard_char_count = 0
+
+    def _flush_batch(self) -> None:
+        if self._batch and self._writer is not None:
+            batch = pa.RecordBatch.from_pylist(self._batch, schema=PARQUET_SCHEMA)
+            self._writer.write_batch(batch)
+            self.num_bytes += batch.nbytes
+        self._batch = []
+        self._batch_chars = 0
+
+    def _close_shard(self) -> None:
+        self._flush_batch()
+        if self._writer is not None:
+            self._writer.close()
+        self._writer = None
+
+
+# ----------------------------------------------------------------------------------------- export
+@dataclass(frozen=True)
+class ExportSettings:
+    """What an export needs from a pipeline (a bench or a test builds one without pipelines.yaml)."""
+
+    name: str
+    config: ExportConfig
+    seed: int = 0
+    description: str = ""
+    license: str | None = None
+
+
+@dataclass(frozen=True)
+class ExportPaths:
+    build_dir: Path
+
+    @property
+    def export_dir(self) -> Path:
+        return self.build_dir / "export"
+
+    @property
+    def rejects(self) -> Path:
+        return self.build_dir / "export.rejects.jsonl"
+
+    @property
+    def summary(self) -> Path:
+        return self.build_dir / "export.summary.json"
+
+
+@dataclass
+class ExportSummary:
+    input: str
+    total: int = 0
+    exported: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)
+    splits: dict[str, dict[str, Any]] = field(default_factory=dict)
+    formats: dict[str, dict[str, Any]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    outputs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def rejected(self) -> int:
+        return sum(self.reasons.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "input": self.input,
+            "total": self.total,
+            "counts": {"exported": self.exported, "rejected": self.rejected},
+            "reasons": self.reasons,
+            "splits": self.splits,
+            "formats": self.formats,
+            "warnings": self.warnings,
+            "outputs": self.outputs,
+        }
+
+
+@dataclass
+class _Reject:
+    line_no: int
+    reason: str
+    detail: str
+    raw: Any
+
+    def record(self, source: Path) -> dict[str, Any]:
+        sample_id = self.raw.get("id") if isinstance(self.raw, dict) else None
+        return {"id": sample_id, "reason": self.reason, "detail": self.detail,
+                "source": f"{source}:{self.line_no}", "raw": self.raw}
+
+
+def read_validated(path: Path) -> Iterator[Sample | _Reject]:
+    """The input line by line: a Sample, or a reject with its reason code (never a crash)."""
+    seen_ids: set[str] = set()  # ids only: a few bytes per sample, unlike the samples themselves
+    for line in iter_json_lines(path):
+        if line.error:
+            yield _Reject(line.line_no, "not_json", line.error, None)
+            continue
+        try:
+            sample = sample_from_dict(line.value)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "(record)"
+            yield _Reject(line.line_no, "invalid_sample", f"{where}: {first['msg']}", line.value)
+            continue
+        if sample.id in seen_ids:
+            # Two rows with one id would make scores per item ambiguous; the first one is kept.
+            yield _Reject(line.line_no, "duplicate_id", f"id {sample.id!r} already exported", line.value)
+            continue
+        seen_ids.add(sample.id)
+        yield sample
+
+
+def check_formats(formats: list[str]) -> list[str]:
+    """The formats to copy the export into (parquet is always written, so it is not one of them)."""
+    unknown = [name for name in formats if name != PARQUET and name not in FORMATS]
+    if unknown:
+        raise UserError(f"stages.export.formats: unknown format {unknown[0]!r}; "
+                        f"choose from: {', '.join([PARQUET, *FORMATS])}")
+    return [name for name in dict.fromkeys(formats) if name != PARQUET]
+
+
+def format_targets(fmt: str, split: str, root: Path) -> tuple[Path, FormatOptions]:
+    """Where a split goes in another format, following each project's own file layout."""
+    base = root / fmt
+    if fmt == "bfcl":  # BFCL keeps gold paths in possible_answer/<same name>
+        return base / f"{split}.json", FormatOptions(answers_out=base / "possible_answer" / f"{split}.json")
+    if fmt == "callnavi":  # CallNavi: Questions/<domain>.json beside APISchema/<domain>.json
+        return (base / "Questions" / f"{split}.json",
+                FormatOptions(tools_out=base / "APISchema" / f"{split}.json"))
+    if fmt == "nestful":  # the spec file is written only for NESTful v1 samples
+        return base / f"{split}.jsonl", FormatOptions(tools_out=base / f"{split}.spec.json")
+    return base / f"{split}.jsonl", FormatOptions()
+
+
+class _Exporter:
+    """One export run: streams samples into split writers and tallies what the card reports."""
+
+    def __init__(self, source: Path, settings: ExportSettings, work_dir: Path, copy_formats: list[str]) -> None:
+        self.source = source
+        self.settings = settings
+        self.work_dir = work_dir
+        self.data_dir = work_dir / "data"
+        self.data_dir.mkdir(parents=True)
+        self.canonical_dir = work_dir / ".canonical"  # per-split canonical lines for format copies
+        self.copy_formats = copy_formats
+        self.writers: dict[str, SplitWriter] = {}
+        self.canonical_files: dict[str, IO[str]] = {}
+        self.provenance = ProvenanceTally()
+        self.summary = ExportSummary(input=str(source))
+        self.reason_counts: Counter[str] = Counter()
+        self.rejects_tmp = work_dir / ".rejects.jsonl"
+
+    def samples(self) -> Iterator[Sample | Rejected]:
+        """Export each sample as it is read, and hand it on (compute_stats measures it).
+
+        Statistics and the export share one pass over the file, so it is read and parsed once."""
+        config = self.settings.config
+        with open(self.rejects_tmp, "w", encoding="utf-8") as rejects:
+            for item in read_validated(self.source):
+                self.summary.total += 1
+                if isinstance(item, _Reject):
+                    self.reason_counts[item.reason] += 1
+                    rejects.write(dumps_line(item.record(self.source)) + "\n")
+                    yield Rejected(f"{self.source}:{item.line_no}", item.reason)
+                    continue
+                split = assign_split(item, config.split, self.settings.seed, config.ratios)
+                self._writer(split).add(sample_to_row(item))
+                if self.copy_formats:
+                    self._canonical_file(split).write(dumps_line(sample_to_dict(item)) + "\n")
+                self.provenance.add(item.provenance, template_key(item))
+                self.summary.exported += 1
+                yield item
+
+    def _writer(self, split: str) -> SplitWriter:
+        if split not in self.writers:
+            config = self.settings.config
+            self.writers[split] = SplitWriter(split, self.data_dir, config.shard_rows, config.shard_bytes)
+        return self.writers[split]
+
+    def _canonical_file(self, split: str) -> IO[str]:
+        if split not in self.canonical_files:
+            self.canonical_dir.mkdir(exist_ok=True)
+            self.canonical_files[split] = open(self.canonical_dir / f"{split}.jsonl", "w", encoding="utf-8")
+        return self.canonical_files[split]
+
+    def close_canonical_files(self) -> None:
+        for handle in self.canonical_files.values():
+            handle.close()
+
+    def finish_splits(self) -> list[SplitInfo]:
+        self.close_canonical_files()
+        infos = []
+        for split in self._split_order():
+            writer = self.writers[split]
+            shards = writer.finish()
+            files = [f"data/{path.name}" for path in shards]
+            file_bytes = sum(path.stat().st_size for path in shards)
+            infos.append(SplitInfo(split, writer.rows, files, writer.num_bytes, file_bytes))
+            self.summary.splits[split] = {"rows": writer.rows, "shards": len(files), "files": files,
+                                          "num_bytes": writer.num_bytes, "file_bytes": file_bytes}
+        self.summary.reasons = dict(self.reason_counts.most_common())
+        return infos
+
+    def _split_order(self) -> list[str]:
+        """Declared ratio order first (train before test, as the user wrote them), then by name."""
+        declared = [name for name in self.settings.config.ratios if name in self.writers]
+        return declared + sorted(name for name in self.writers if name not in declared)
+
+    def write_format_copies(self, splits: list[SplitInfo]) -> None:
+        for fmt in self.copy_formats:
+            files: list[str] = []
+            warnings: list[str] = []
+            for split in splits:
+                samples = [item for item in read_samples(self.canonical_dir / f"{split.name}.jsonl", "fcbench")
+                           if isinstance(item, Sample)]
+                target, options = format_targets(fmt, split.name, self.work_dir)
+                try:
+                    lines = write_samples(samples, target, fmt, options)
+                except (FormatError, ValueError) as exc:
+                    lines = [f"split not written: {exc}"]
+                warnings += [f"{fmt}/{split.name}: {line}" for line in lines]
+            format_dir = self.work_dir / fmt
+            if format_dir.is_dir():
+                files = sorted(str(path.relative_to(self.work_dir)) for path in format_dir.rglob("*") if path.is_file())
+            self.summary.formats[fmt] = {"files": files, "warnings": warnings}
+            self.summary.warnings += warnings
+        if self.canonical_dir.exists():
+            shutil.rmtree(self.canonical_dir)
+
+
+def read_stage_summaries(build_dir: Path) -> dict[str, dict[str, Any]]:
+    summaries = {}
+    for stage in STAGE_SUMMARIES:
+        path = build_dir / f"{stage}.summary.json"
+        if path.is_file():
+            try:
+                value = json.loads(path.read_text(encoding="utf-8"))
+            except json.JSONDecodeError:
+                continue  # a broken summary leaves the card without that stage, not the export undone
+            if isinstance(value, dict):
+                summaries[stage] = value
+    return summaries
+
+
+def _card_info(settings: ExportSettings, splits: list[SplitInfo], stats: DatasetStats, exporter: _Exporter,
+               stage_summaries: dict[str, dict[str, Any]]) -> CardInfo:
+    config = settings.config
+    return CardInfo(
+        name=settings.name, description=settings.description, license=settings.license,
+        task_categories=config.task_categories, tags=config.tags, seed=settings.seed,
+        split_rule=config.split, ratios=config.ratios, schema=PARQUET_SCHEMA, column_docs=COLUMN_DOCS,
+        splits=splits, stats=stats, provenance=exporter.provenance, stage_summaries=stage_summaries,
+        export_reasons=exporter.summary.reasons, format_warnings=exporter.summary.warnings,
+    )
+
+
+def _swap_in(work_dir: Path, export_dir: Path) -> None:
+    """Replace the previous export as a whole (no stale shard of an earlier, larger run survives)."""
+    if export_dir.exists():
+        old = export_dir.with_name(f".{export_dir.name}.old")
+        if old.exists():
+            shutil.rmtree(old)
+        os.replace(export_dir, old)
+        os.replace(work_dir, export_dir)
+        shutil.rmtree(old)
+    else:
+        os.replace(work_dir, export_dir)
+
+
+def export_samples(source: Path, paths: ExportPaths, settings: ExportSettings) -> ExportSummary:
+    """Export the canonical JSONL file `source` into `paths`; returns the summary also written to
+    export.summary.json. Raises UserError when no sample could be exported."""
+    if not source.is_file():
+        raise UserError(f"{source}: no such file (the export reads the filter's validated.jsonl; "
+                        f"run the filter stage or pass --input)")
+    copy_formats = check_formats(settings.config.formats)
+    paths.build_dir.mkdir(parents=True, exist_ok=True)
+    work_dir = Path(tempfile.mkdtemp(prefix=".export.", dir=paths.build_dir))
+    exporter = _Exporter(source, settings, work_dir, copy_formats)
+    try:
+        stats = compute_stats(exporter.samples())
+        splits = exporter.finish_splits()
+        exporter.write_format_copies(splits)
+        summary = exporter.summary
+        if splits:
+            card = render_card(_card_info(settings, splits, stats, exporter, read_stage_summaries(paths.build_dir)))
+            (work_dir / "README.md").write_text(card, encoding="utf-8")
+        os.replace(exporter.rejects_tmp, paths.rejects)
+        summary.outputs = {"export": str(paths.export_dir), "card": str(paths.export_dir / "README.md"),
+                           "rejects": str(paths.rejects), "summary": str(paths.summary)}
+        if splits:
+            _swap_in(work_dir, paths.export_dir)
+        write_json(paths.summary, summary.as_dict(), indent=2)
+    finally:
+        exporter.close_canonical_files()
+        if work_dir.exists():
+            shutil.rmtree(work_dir)
+    if not splits:
+        raise UserError(f"{source}: no sample could be exported ({summary.rejected} rejected, "
+                        f"reasons in {paths.rejects})")
+    return summary
+
+
+def run_export_stage(pipeline: PipelineConfig, input_file: Path | None = None) -> ExportSummary:
+    """`build-dataset export PIPELINE`: `<build>/validated.jsonl` (or `input_file`) exported."""
+    settings = ExportSettings(name=pipeline.name, config=pipeline.stages.export, seed=pipeline.seed,
+                              description=pipeline.description, license=pipeline.license)
+    source = input_file or pipeline.build_dir / "validated.jsonl"
+    return export_samples(source, ExportPaths(pipeline.build_dir), settings)
