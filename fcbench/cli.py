@@ -708,7 +708,7 @@ def stage2_pull(
 
 
 # ------------------------------------------------------------------ stage3 (junior filling, Label Studio)
-# Only the annotators' form lives here for now; the LLM generalization is to be added as `stage3 run`.
+# push/pull --annotators (junior filling) are defined here; `stage3 run` (generation) further down.
 stage3_app = typer.Typer(help="Generalization: junior annotators fill arguments of query variants (--annotators).",
                          no_args_is_help=True)
 app.add_typer(stage3_app, name="stage3")
@@ -883,3 +883,36 @@ def stage3_run(
 
     result = run_stage3(_load_pipeline(pipeline, file), offline=offline, from_file=from_file)
     _print_generation_summary(f"stage3 run {pipeline}", result.summary, as_json)
+
+
+# ------------------------------------------------------------------------------------------------ run
+@app.command(epilog="Example:  build-dataset run travel --offline   (then open datasets/travel/build/report.html)")
+@user_errors
+def run(
+    pipeline: str = typer.Argument(..., help="A pipeline declared in pipelines.yaml."),
+    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
+    offline: bool = typer.Option(False, "--offline", help="Use no LLM: graph sampler, slot substitution, "
+                                 "execution-only filter."),
+    as_json: bool = typer.Option(False, "--json", help='Print {"export", "report", "stages"} as JSON.'),
+) -> None:
+    """Run every automatic stage of a pipeline, in order, and say where the results are.
+
+    stage1 drafts, stage2 (the annotators' work, read from the Label Studio export named by
+    stages.stage2.export_file), stage3 variants, filter, export (Parquet + dataset card), report."""
+    from fcbench.pipeline import run_pipeline
+
+    config = _load_pipeline(pipeline, file)
+    if as_json:
+        result = run_pipeline(config, offline=offline)
+        print_json(result.as_dict())
+        return
+    with console.status("starting") as status:
+        result = run_pipeline(config, offline=offline, progress=lambda stage: status.update(f"running {stage}"))
+    table = Table(title=f"run {pipeline}")
+    table.add_column("stage")
+    table.add_column("result")
+    for stage, summary in result.stages.items():
+        counts = summary.get("counts") or {k: v for k, v in summary.items() if isinstance(v, int)}
+        table.add_row(stage, ", ".join(f"{k}={v}" for k, v in counts.items()))
+    console.print(table)
+    console.print(f"export: {result.export}\nreport: {result.report}", highlight=False, soft_wrap=True)

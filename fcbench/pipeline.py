@@ -121,3 +121,63 @@ def execute_file(path: Path, fmt: str, options: FormatOptions, tools_module: Pat
         "network_isolated": environment.network_isolated,
     }
     return ExecuteReport(summary, report_items)
+
+
+# ----------------------------------------------------------------------------------- run (all stages)
+@dataclass
+class RunResult:
+    pipeline: str
+    export: str
+    report: str
+    stages: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"pipeline": self.pipeline, "export": self.export, "report": self.report, "stages": self.stages}
+
+
+def annotation_export(pipeline: PipelineConfig) -> Path:
+    """The Label Studio export the human stage is read from in an unattended run."""
+    configured = pipeline.stages.stage2.export_file
+    if not configured:
+        raise UserError(
+            f"pipeline {pipeline.name!r}: stage2 is done by annotators; `run` needs their work as a Label Studio "
+            f"export (stages.stage2.export_file). Otherwise: stage2 push, annotate, stage2 pull, then stage3/filter/export")
+    path = pipeline.resolve(configured)
+    if not path.is_file():
+        raise UserError(f"{path}: no such Label Studio export (stages.stage2.export_file)")
+    return path
+
+
+def run_pipeline(pipeline: PipelineConfig, offline: bool = False, progress=None) -> RunResult:
+    """`build-dataset run PIPELINE`: every automatic stage in order — stage1 drafts, the annotators'
+    stage2 work read from a Label Studio export, stage3 variants, filter, export, report. Each stage
+    reads the previous stage's file and writes its own, so a stage can also be re-run alone."""
+    from annotate.stage2 import run_stage2_pull
+    from fcbench.export import run_export_stage
+    from fcbench.report import write_report
+    from generate.stage1 import run_stage1
+    from generate.stage3 import run_stage3
+
+    def step(name: str) -> None:
+        if progress is not None:
+            progress(name)
+
+    result = RunResult(pipeline.name, "", "")
+    offline = offline or pipeline.llm is None
+    step("stage1")
+    result.stages["stage1"] = run_stage1(pipeline, offline=offline or pipeline.stages.stage1.offline).summary
+    step("stage2")
+    pulled = run_stage2_pull(pipeline, from_export=annotation_export(pipeline))
+    result.stages["stage2"] = {"source": pulled.source, "counts": pulled.counts, "reasons": pulled.reasons}
+    step("stage3")
+    result.stages["stage3"] = run_stage3(pipeline, offline=offline).summary
+    step("filter")
+    filtered = run_filter_stage(pipeline, offline=offline)
+    result.stages["filter"] = {"counts": filtered.counts, "reasons": filtered.reasons}
+    step("export")
+    exported = run_export_stage(pipeline)
+    result.stages["export"] = {"exported": exported.exported, "splits": exported.splits, "rejected": exported.rejected}
+    result.export = exported.outputs["export"]
+    step("report")
+    result.report = str(write_report(pipeline.build_dir, title=pipeline.name).html)
+    return result

@@ -93,7 +93,7 @@ def walk_path(value: Any, path: Sequence[str | int]) -> Any:
 
 
 def _step_into(current: Any, part: str | int, walked: Sequence[str | int]) -> Any:
-    where = _spell_path(walked) or "the output"
+    where = _Where(walked)  # spelled only when an error message needs it (list steps succeed often)
     if isinstance(current, Mapping):
         if part in current:
             return current[part]
@@ -108,6 +108,14 @@ def _step_into(current: Any, part: str | int, walked: Sequence[str | int]) -> An
             return current[index]
         raise IndexError(f"{where} has {len(current)} items; no index {index}")
     raise TypeError(f"{where} is {type(current).__name__}, not a dict or list; cannot take {part!r}")
+
+
+class _Where:
+    def __init__(self, walked: Sequence[str | int]) -> None:
+        self.walked = walked
+
+    def __str__(self) -> str:
+        return _spell_path(self.walked) or "the output"
 
 
 def _as_index(part: str) -> int | None:

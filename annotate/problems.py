@@ -1,0 +1,44 @@
+"""A problem found in an annotation: a machine-readable code (counted in summaries) and the exact
+message an annotator reads when the task is sent back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class ProblemCode(str, Enum):
+    CANCELLED = "cancelled"  # the annotator skipped the task
+    EMPTY_SUBMISSION = "empty_submission"  # submitted with nothing filled in
+    REJECTED_BY_ANNOTATOR = "rejected_by_annotator"  # verdict "reject" / "cannot_fill": a decision, not an error
+    NO_VERDICT = "no_verdict"
+    EMPTY_QUERY = "empty_query"
+    BAD_JSON = "bad_json"  # a JSON text field does not parse
+    BAD_SHAPE = "bad_shape"  # it parses but is not the expected structure
+    DUPLICATE_LABEL = "duplicate_label"
+    UNKNOWN_TOOL = "unknown_tool"
+    DROPPED_TOOL = "dropped_tool"  # the path calls a tool the annotator dropped
+    UNKNOWN_ENTRY = "unknown_entry"  # a ticked response entry that is not in the draft
+    BAD_REFERENCE = "bad_reference"
+    BAD_ARGUMENTS = "bad_arguments"  # the arguments do not fit the tool's schema
+    EXECUTION_FAILED = "execution_failed"
+    NO_RESPONSE = "no_response"  # a changed call and no environment to execute it
+    INCONSISTENT_RESPONSE = "inconsistent_response"  # a kept response no longer matches its inputs
+    PATH_CHANGED = "path_changed"  # junior filling: calls added, removed or renamed on a fixed path
+    MISSING_DRAFT = "missing_draft"  # the task's data lacks the draft (not pushed by fcbench)
+
+
+# Codes that are the annotator's own decision or a skip: never sent back, never "fixed".
+NOT_ERRORS = frozenset({ProblemCode.CANCELLED, ProblemCode.REJECTED_BY_ANNOTATOR, ProblemCode.MISSING_DRAFT})
+
+
+@dataclass(frozen=True)
+class Problem:
+    code: ProblemCode
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+    def as_dict(self) -> dict[str, str]:
+        return {"code": self.code.value, "message": self.message}

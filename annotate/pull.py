@@ -1,0 +1,220 @@
+"""Pulling annotations back: a Label Studio JSON export (from the server, or a file) becomes gold
+samples, each checked; failures are listed with the exact problem and can be sent back.
+
+One code path for both sources: the server's snapshot export (every task, annotated or not) and an
+export file a user downloaded give the same list of task objects, processed by `process_tasks`.
+Nothing is written until everything is read, so a server that stops mid-pull leaves the previous
+files untouched; a re-run redoes the pull from scratch (pulling is idempotent).
+
+Which annotation is the gold one: the most recently updated submitted (not skipped) annotation of
+the task. Other submitted annotations of the same task are compared with it for agreement.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+from annotate.checks import CheckOutcome, check_correction
+from annotate.client import Connection, ServerError, server_errors
+from annotate.problems import NOT_ERRORS, Problem, ProblemCode
+from annotate.qa import Agreement, SampleDiff, agreement, diff_sample
+from annotate.tasks import (Correction, JuniorAnswer, SeniorAnswer, ToolCatalog, build_junior_correction,
+                            build_senior_correction, draft_of)
+from fcbench.environments import Environment
+from fcbench.sample import Sample
+
+EXPORT_TIMEOUT_S = 600.0
+
+
+@dataclass(frozen=True)
+class AnnotationInfo:
+    task_id: int
+    annotation_id: int | None
+    annotator: str
+    created_at: str | None
+    updated_at: str | None
+    lead_time: float | None
+    was_cancelled: bool
+    result: list[Any]
+
+
+@dataclass
+class TaskOutcome:
+    task_id: int
+    sample_id: str | None
+    status: str  # gold | rejected | pending | cancelled
+    task_data: dict[str, Any]
+    sample: Sample | None = None
+    problems: list[Problem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    annotation: AnnotationInfo | None = None
+    correction: Correction | None = None
+    diff: SampleDiff | None = None
+    agreements: list[tuple[AnnotationInfo, Agreement]] = field(default_factory=list)
+
+    @property
+    def needs_fixing(self) -> bool:
+        """Problems the annotator can fix (not a skip, not their own reject)."""
+        return self.status == "rejected" and any(problem.code not in NOT_ERRORS for problem in self.problems)
+
+    def reject_row(self) -> dict[str, Any]:
+        """One line of the rejects file: the reason, every problem, and the raw annotation (nothing lost)."""
+        reason = self.problems[0].code.value if self.problems else self.status
+        row: dict[str, Any] = {"id": self.sample_id, "reason": reason,
+                               "problems": [problem.as_dict() for problem in self.problems],
+                               "label_studio_task_id": self.task_id}
+        if self.annotation is not None:
+            row.update({"label_studio_annotation_id": self.annotation.annotation_id,
+                        "annotator": self.annotation.annotator, "updated_at": self.annotation.updated_at,
+                        "result": self.annotation.result})
+        return row
+
+
+# ------------------------------------------------------------------------------------ reading tasks
+def annotations_of(task: dict[str, Any], users: dict[int, str]) -> list[AnnotationInfo]:
+    infos = []
+    for annotation in task.get("annotations") or []:
+        author = annotation.get("completed_by")
+        if isinstance(author, dict):  # some exports expand the user
+            annotator = str(author.get("email") or author.get("id"))
+        else:
+            annotator = users.get(author, f"user {author}") if author is not None else "unknown"
+        infos.append(AnnotationInfo(
+            task_id=int(task["id"]), annotation_id=annotation.get("id"), annotator=annotator,
+            created_at=annotation.get("created_at"), updated_at=annotation.get("updated_at"),
+            lead_time=annotation.get("lead_time"), was_cancelled=bool(annotation.get("was_cancelled")),
+            result=list(annotation.get("result") or [])))
+    return infos
+
+
+def _latest_first(annotations: Sequence[AnnotationInfo]) -> list[AnnotationInfo]:
+    return sorted(annotations, key=lambda info: (info.updated_at or "", info.annotation_id or 0), reverse=True)
+
+
+Builder = Callable[[Sample, Sequence[Any]], Correction]
+
+
+def senior_builder(draft: Sample, result: Sequence[Any]) -> Correction:
+    return build_senior_correction(draft, SeniorAnswer.from_result(result))
+
+
+def junior_builder(candidate: Sample, result: Sequence[Any]) -> Correction:
+    return build_junior_correction(candidate, JuniorAnswer.from_result(result))
+
+
+def process_tasks(tasks: Iterable[dict[str, Any]], kind: str, builder: Builder,
+                  environment: Callable[[], Environment | None], users: dict[int, str] | None = None,
+                  stage: str = "stage2", project_id: int | None = None,
+                  catalog: ToolCatalog | None = None) -> list[TaskOutcome]:
+    """Every task of `kind` turned into an outcome. `environment` is called only when a submitted
+    annotation needs checking (opening a tool pool for a project with no annotation is waste)."""
+    outcomes = []
+    for task in tasks:
+        data = task.get("data") or {}
+        if data.get("kind") != kind:
+            continue
+        outcomes.append(_process_task(task, data, builder, environment, users or {}, stage, project_id, catalog))
+    return outcomes
+
+
+def _process_task(task: dict[str, Any], data: dict[str, Any], builder: Builder,
+                  environment: Callable[[], Environment | None], users: dict[int, str], stage: str,
+                  project_id: int | None, catalog: ToolCatalog | None) -> TaskOutcome:
+    outcome = TaskOutcome(int(task["id"]), data.get("sample_id"), "pending", data)
+    annotations = annotations_of(task, users)
+    submitted = _latest_first([info for info in annotations if not info.was_cancelled])
+    if not annotations:
+        return outcome
+    if not submitted:
+        outcome.status = "cancelled"
+        outcome.annotation = _latest_first(annotations)[0]
+        outcome.problems = [Problem(ProblemCode.CANCELLED, "the annotator skipped the task")]
+        return outcome
+    outcome.annotation = submitted[0]
+    try:
+        draft = draft_of(data, catalog)
+    except ValueError as exc:  # DraftUnavailable, or a draft that is not a valid sample
+        outcome.status = "rejected"
+        outcome.problems = [Problem(ProblemCode.MISSING_DRAFT, f"the task's draft cannot be rebuilt: {exc}")]
+        return outcome
+    if draft is None:
+        outcome.status = "rejected"
+        outcome.problems = [Problem(ProblemCode.MISSING_DRAFT, "the task data holds no fcbench draft")]
+        return outcome
+    gold_annotation = submitted[0]
+    correction = builder(draft, gold_annotation.result)
+    outcome.correction = correction
+    needs_environment = correction.sample is not None and not correction.problems
+    checked: CheckOutcome = check_correction(correction, environment() if needs_environment else None)
+    outcome.notes.extend(checked.notes)
+    if not checked.ok:
+        outcome.status = "rejected"
+        outcome.problems = checked.problems
+        return outcome
+    outcome.status = "gold"
+    project = task.get("project") if isinstance(task.get("project"), int) else project_id  # exports name it
+    outcome.sample = with_provenance(checked.sample, gold_annotation, stage, data, correction, project)
+    outcome.diff = diff_sample(draft, checked.sample, sum(len(paths) for paths in correction.deletions.values()),
+                               correction.dropped_tools)
+    for other in submitted[1:]:
+        second = builder(draft, other.result)
+        if second.sample is not None and not second.problems:
+            outcome.agreements.append((other, agreement(correction.sample, second.sample)))
+    return outcome
+
+
+def with_provenance(sample: Sample, annotation: AnnotationInfo, stage: str, data: dict[str, Any],
+                    correction: Correction, project_id: int | None) -> Sample:
+    provenance = sample.provenance.model_copy(update={
+        "stage": stage, "annotator": annotation.annotator, "label_studio_task_id": annotation.task_id,
+        "label_studio_annotation_id": annotation.annotation_id, "created_at": annotation.updated_at})
+    meta = dict(sample.meta)
+    meta["label_studio"] = {
+        "project_id": project_id, "task_id": annotation.task_id, "annotation_id": annotation.annotation_id,
+        "annotation_created_at": annotation.created_at, "annotation_updated_at": annotation.updated_at,
+        "lead_time_s": annotation.lead_time, "draft_hash": data.get("draft_hash"), "verdict": correction.verdict,
+        "flags": list(correction.flags), "notes": correction.notes}
+    return sample.model_copy(update={"provenance": provenance, "meta": meta})
+
+
+# ------------------------------------------------------------------------------------ export sources
+def read_export_file(path: Path) -> list[dict[str, Any]]:
+    """A Label Studio JSON export (a list of task objects), as downloaded from the UI or the API."""
+    from fcbench.errors import UserError
+
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path}: not a Label Studio JSON export ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(value, list) or not all(isinstance(task, dict) and "id" in task for task in value):
+        raise UserError(f"{path}: not a Label Studio JSON export (expected a list of tasks with 'id')")
+    return value
+
+
+def export_snapshot(connection: Connection, client: Any, project_id: int,
+                    timeout: float = EXPORT_TIMEOUT_S) -> list[dict[str, Any]]:
+    """Every task of the project with its annotations. The synchronous export only returns annotated
+    tasks; a snapshot returns all, so pending and deleted tasks can be told apart."""
+    with server_errors(connection, "exporting the annotations"):
+        export = client.projects.exports.create(id=project_id, title="fcbench pull")
+        deadline = time.monotonic() + timeout
+        while True:
+            status = client.projects.exports.get(id=project_id, export_pk=export.id).status
+            if status == "completed":
+                break
+            if status == "failed" or time.monotonic() > deadline:
+                raise ServerError(f"Label Studio at {connection.url}: the export of project {project_id} "
+                                  f"{'failed' if status == 'failed' else 'did not finish in time'}")
+            time.sleep(0.1)
+        body = b"".join(client.projects.exports.download(id=project_id, export_pk=export.id, export_type="JSON"))
+        client.projects.exports.delete(id=project_id, export_pk=export.id)  # keep the server's media dir tidy
+    return json.loads(body)
+
+
+def user_emails(connection: Connection, client: Any) -> dict[int, str]:
+    with server_errors(connection, "listing users"):
+        return {int(user.id): user.email or user.username or f"user {user.id}" for user in client.users.list()}

@@ -1,0 +1,180 @@
+"""Pushing tasks to a Label Studio project: create or reuse the project, then import only what is new.
+
+Idempotent by construction: every task carries `sample_id` and `draft_hash` in its data, and the
+project's tasks are listed before importing. A task already there is skipped; a task whose draft
+changed since is updated only when no annotator has touched it (no annotation, no skipped
+annotation, no saved draft), otherwise it is left alone and reported. Tasks are imported in
+batches: if the server stops mid-push, the batches already imported are found on the next run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Iterable, Sequence
+
+from annotate.client import Connection, raw_request, server_errors
+from annotate.configs import ConfigSpec, PredictionValidator, validated_config
+
+IMPORT_BATCH = 500  # tasks per import request: well under the server's 200 MB limit for drafts of a few KB
+LIST_PAGE = 500
+
+
+class Action(str, Enum):
+    CREATE = "create"
+    SKIP = "skip"  # the same draft is already a task
+    UPDATE = "update"  # the draft changed and nobody touched its task yet
+    KEEP_TOUCHED = "keep_touched"  # the draft changed but an annotator already worked on the task
+
+
+@dataclass(frozen=True)
+class ExistingTask:
+    id: int
+    sample_id: str | None
+    draft_hash: str | None
+    touched: bool  # an annotation (submitted or skipped) or a saved draft exists
+    data: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class PlannedTask:
+    action: Action
+    task: dict[str, Any]
+    existing: ExistingTask | None = None
+
+
+@dataclass
+class PushSummary:
+    project_id: int
+    project_title: str
+    counts: dict[str, int] = field(default_factory=dict)
+    invalid: list[dict[str, Any]] = field(default_factory=list)  # tasks whose prediction failed validation
+    task_ids: list[int] = field(default_factory=list)  # tasks created by this push
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"project_id": self.project_id, "project_title": self.project_title, "counts": self.counts,
+                "invalid": self.invalid, "created_task_ids": self.task_ids}
+
+
+def existing_from_api(item: dict[str, Any]) -> ExistingTask:
+    data = item.get("data") or {}
+    touched = bool(item.get("total_annotations") or item.get("cancelled_annotations") or item.get("drafts"))
+    return ExistingTask(int(item["id"]), data.get("sample_id"), data.get("draft_hash"), touched, data)
+
+
+def plan_push(tasks: Sequence[dict[str, Any]], existing: Iterable[ExistingTask]) -> list[PlannedTask]:
+    """What to do with each task (pure): the decision that makes pushing twice harmless."""
+    by_key: dict[tuple[str | None, str | None], ExistingTask] = {}
+    by_sample: dict[str | None, list[ExistingTask]] = {}
+    for task in existing:
+        by_key.setdefault((task.sample_id, task.draft_hash), task)
+        by_sample.setdefault(task.sample_id, []).append(task)
+    plan: list[PlannedTask] = []
+    for task in tasks:
+        data = task["data"]
+        key = (data["sample_id"], data["draft_hash"])
+        if key in by_key:
+            plan.append(PlannedTask(Action.SKIP, task, by_key[key]))
+            continue
+        others = by_sample.get(data["sample_id"], [])
+        if not others:
+            plan.append(PlannedTask(Action.CREATE, task))
+        elif all(other.touched for other in others):
+            plan.append(PlannedTask(Action.KEEP_TOUCHED, task, others[0]))
+        else:
+            plan.append(PlannedTask(Action.UPDATE, task, next(other for other in others if not other.touched)))
+    return plan
+
+
+# --------------------------------------------------------------------------------------- server side
+def find_project(client: Any, title: str) -> Any | None:
+    for project in client.projects.list(title=title):
+        if project.title == title:
+            return project
+    return None
+
+
+def ensure_project(client: Any, title: str, xml: str, model_version: str) -> int:
+    """The project with this title (its config brought up to date), created if missing."""
+    project = find_project(client, title)
+    if project is None:
+        project = client.projects.create(title=title, label_config=xml, model_version=model_version,
+                                          show_collab_predictions=True)
+        return int(project.id)
+    if project.label_config != xml or project.model_version != model_version:
+        client.projects.update(id=project.id, label_config=xml, model_version=model_version,
+                               show_collab_predictions=True)
+    return int(project.id)
+
+
+def list_tasks(client: Any, project_id: int) -> list[ExistingTask]:
+    """Every task of the project with what `plan_push` needs (one request per page)."""
+    tasks: list[ExistingTask] = []
+    page = 1
+    while True:
+        response = raw_request(client, "GET", "api/tasks/", params={
+            "project": project_id, "page": page, "page_size": LIST_PAGE, "fields": "task_only",
+            "include": "id,data,total_annotations,cancelled_annotations,drafts"})
+        if response.status_code == 404:  # past the last page
+            break
+        response.raise_for_status()
+        body = response.json()
+        items = body.get("tasks", []) if isinstance(body, dict) else body
+        tasks.extend(existing_from_api(item) for item in items)
+        total = body.get("total", len(tasks)) if isinstance(body, dict) else len(tasks)
+        if not items or len(tasks) >= total:
+            break
+        page += 1
+    return tasks
+
+
+def push_tasks(connection: Connection, client: Any, title: str, spec: ConfigSpec, tasks: Sequence[dict[str, Any]],
+               model_version: str, batch_size: int = IMPORT_BATCH) -> PushSummary:
+    with server_errors(connection, "checking the label config"):
+        xml = validated_config(spec, client)
+    validator = PredictionValidator(xml)
+    valid: list[dict[str, Any]] = []
+    invalid: list[dict[str, Any]] = []
+    for task in tasks:
+        problems = [problem for prediction in task.get("predictions", []) for problem in validator.problems(prediction)]
+        if problems:
+            invalid.append({"id": task["data"]["sample_id"], "reason": "invalid_prediction", "problems": problems})
+        else:
+            valid.append(task)
+    with server_errors(connection, "preparing the project"):
+        project_id = ensure_project(client, title, xml, model_version)
+        plan = plan_push(valid, list_tasks(client, project_id))
+    summary = PushSummary(project_id, title, invalid=invalid)
+    counts = {action.value: 0 for action in Action}
+    counts["invalid"] = len(invalid)
+    creates = [item.task for item in plan if item.action is Action.CREATE]
+    with server_errors(connection, f"importing {len(creates)} tasks"):
+        for start in range(0, len(creates), batch_size):
+            batch = creates[start:start + batch_size]
+            response = client.projects.import_tasks(id=project_id, request=batch, return_task_ids=True)
+            summary.task_ids.extend(int(task_id) for task_id in (response.task_ids or []))
+            counts[Action.CREATE.value] += len(batch)
+    with server_errors(connection, "updating changed drafts"):
+        for item in plan:
+            if item.action is Action.UPDATE and item.existing is not None:
+                replace_untouched_task(client, project_id, item.existing.id, item.task)
+                counts[Action.UPDATE.value] += 1
+    for item in plan:
+        if item.action in (Action.SKIP, Action.KEEP_TOUCHED):
+            counts[item.action.value] += 1
+    summary.counts = counts
+    return summary
+
+
+def replace_untouched_task(client: Any, project_id: int, task_id: int, task: dict[str, Any]) -> None:
+    """Give an untouched task the new draft: new data, the old predictions replaced by the new."""
+    client.tasks.update(id=str(task_id), data=task["data"])
+    for prediction in client.predictions.list(task=task_id):
+        client.predictions.delete(id=prediction.id)
+    for prediction in task.get("predictions", []):
+        client.predictions.create(task=task_id, result=prediction["result"],
+                                  model_version=prediction.get("model_version"))
+
+
+def update_task_data(client: Any, task_id: int, data: dict[str, Any]) -> None:
+    client.tasks.update(id=str(task_id), data=data)

@@ -1,0 +1,301 @@
+"""`build-dataset stage2 push|pull PIPELINE`: senior annotation of the drafts in Label Studio.
+
+Files under `<dataset_dir>/build/`:
+    drafts.jsonl              read: stage1's output
+    templates.jsonl           written by pull: the gold samples
+    templates.rejects.jsonl   written by pull: {"id", "reason", "problems", task/annotation ids, raw result}
+    stage2.summary.json       written by pull: {"counts", "reasons", ...}
+    stage2.qa.json            written by pull: what annotators fixed, and their agreement
+A template from an earlier pull is kept when its task has no newer gold (deleted in the UI,
+reopened and still being fixed): pulling never loses a gold sample.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from annotate import render
+from annotate.client import Connection, open_client, resolve_connection, server_errors
+from annotate.configs import SENIOR
+from annotate.files import sample_lines, write_lines
+from annotate.problems import ProblemCode
+from annotate.pull import (TaskOutcome, export_snapshot, process_tasks, read_export_file, senior_builder,
+                           user_emails)
+from annotate.push import PushSummary, find_project, push_tasks, update_task_data
+from annotate.qa import summarise
+from annotate.select import select_drafts
+from annotate.tasks import STAGE2_KIND, ToolCatalog, draft_of, senior_task
+from fcbench.config import PipelineConfig
+from fcbench.environments import Environment
+from fcbench.errors import UserError
+from fcbench.formats import Rejected, read_samples
+from fcbench.jsonl import write_json, write_json_lines
+from fcbench.sample import Sample
+
+
+@dataclass(frozen=True)
+class Stage2Files:
+    drafts: Path
+    templates: Path
+    rejects: Path
+    summary: Path
+    qa: Path
+
+    @classmethod
+    def in_dir(cls, build_dir: Path) -> "Stage2Files":
+        return cls(build_dir / "drafts.jsonl", build_dir / "templates.jsonl", build_dir / "templates.rejects.jsonl",
+                   build_dir / "stage2.summary.json", build_dir / "stage2.qa.json")
+
+
+def project_title(pipeline: PipelineConfig) -> str:
+    return pipeline.stages.stage2.project_title or f"{pipeline.name} stage2"
+
+
+def read_canonical(path: Path, what: str) -> tuple[list[Sample], list[Rejected]]:
+    if not path.is_file():
+        raise UserError(f"{path}: no such file ({what})")
+    items = list(read_samples(path, "fcbench"))
+    return [item for item in items if isinstance(item, Sample)], [item for item in items if isinstance(item, Rejected)]
+
+
+# ------------------------------------------------------------------------------------------- push
+def run_stage2_push(pipeline: PipelineConfig, connection: Connection | None = None,
+                    count: int | None = None) -> PushSummary:
+    files = Stage2Files.in_dir(pipeline.build_dir)
+    drafts, _ = read_canonical(files.drafts, "stage1 writes the drafts: run stage1 first")
+    done = {sample.id for sample in _read_previous(files.templates)}  # already gold: never shown again
+    pending = [draft for draft in drafts if draft.id not in done]
+    selected = select_drafts(pending, count or pipeline.stages.stage2.select)
+    catalog = pipeline_catalog(pipeline)
+    tasks = [senior_task(draft, model_version=_model_version(draft), catalog=catalog) for draft in selected]
+    connection = connection or resolve_connection()
+    client = open_client(connection)
+    summary = push_tasks(connection, client, project_title(pipeline), SENIOR, tasks, model_version="draft")
+    summary.counts["already_gold"] = len(done)
+    return summary
+
+
+def pipeline_catalog(pipeline: PipelineConfig) -> ToolCatalog:
+    """The pipeline's tool catalog (empty when it names none): tools identical to a catalog tool
+    travel in tasks by hash."""
+    path = pipeline.tools_path
+    if path is None or not path.is_file():
+        return ToolCatalog()
+    from fcbench.catalog import load_tools_file
+
+    return ToolCatalog(load_tools_file(path))
+
+
+def _model_version(draft: Sample) -> str:
+    return draft.provenance.model or "draft"
+
+
+# ------------------------------------------------------------------------------------------- pull
+@dataclass
+class PullReport:
+    source: str
+    counts: dict[str, int] = field(default_factory=dict)
+    reasons: dict[str, int] = field(default_factory=dict)
+    messages: list[str] = field(default_factory=list)
+    failures: list[dict[str, Any]] = field(default_factory=list)  # {task, sample, problems} per failing task
+    outputs: dict[str, str] = field(default_factory=dict)
+    qa: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "counts": self.counts, "reasons": self.reasons, "messages": self.messages,
+                "failures": self.failures, "outputs": self.outputs, "qa": self.qa}
+
+
+class LazyEnvironment:
+    """The pipeline's environment, opened on first use and closed at the end."""
+
+    def __init__(self, opener: Callable[[], Environment | None]) -> None:
+        self._opener = opener
+        self._environment: Environment | None = None
+        self._opened = False
+
+    def __call__(self) -> Environment | None:
+        if not self._opened:
+            self._opened = True
+            self._environment = self._opener()
+        return self._environment
+
+    def close(self) -> None:
+        if self._environment is not None:
+            self._environment.close()
+
+
+def pipeline_environment(pipeline: PipelineConfig, samples: Callable[[], Sequence[Sample]]) -> LazyEnvironment:
+    def opener() -> Environment | None:
+        if pipeline.environment is None:
+            return None  # no environment: kept responses are checked for consistency instead
+        from fcbench.environments.from_config import open_environment
+
+        return open_environment(pipeline, list(samples()))
+
+    return LazyEnvironment(opener)
+
+
+def run_stage2_pull(pipeline: PipelineConfig, from_export: Path | None = None, send_back: bool = False,
+                    connection: Connection | None = None) -> PullReport:
+    files = Stage2Files.in_dir(pipeline.build_dir)
+    client = None
+    project_id = None
+    users: dict[int, str] = {}
+    if from_export is not None:
+        tasks = read_export_file(from_export)
+        source = str(from_export)
+    else:
+        connection = connection or resolve_connection()
+        client = open_client(connection)
+        project_id = existing_project_id(connection, client, project_title(pipeline))
+        tasks = export_snapshot(connection, client, project_id)
+        users = user_emails(connection, client)
+        source = f"{connection.url} project {project_id}"
+    catalog = pipeline_catalog(pipeline)
+    environment = pipeline_environment(pipeline, lambda: drafts_in_tasks(tasks, catalog))
+    try:
+        outcomes = process_tasks(tasks, STAGE2_KIND, senior_builder, environment, users, "stage2", project_id, catalog)
+    finally:
+        environment.close()
+    report = write_pull_outputs(files, outcomes, source)
+    if send_back:
+        if client is None:
+            connection = connection or resolve_connection()
+            client = open_client(connection)
+        assert connection is not None
+        report.counts["sent_back"], report.counts["feedback_cleared"] = send_back_feedback(connection, client, outcomes)
+    return report
+
+
+def existing_project_id(connection: Connection, client: Any, title: str) -> int:
+    with server_errors(connection, "finding the project"):
+        project = find_project(client, title)
+    if project is None:
+        raise UserError(f"Label Studio at {connection.url} has no project titled {title!r}; run stage2 push first")
+    return int(project.id)
+
+
+def drafts_in_tasks(tasks: Sequence[dict[str, Any]], catalog: ToolCatalog | None = None) -> list[Sample]:
+    drafts = []
+    for task in tasks:
+        try:
+            draft = draft_of(task.get("data") or {}, catalog)
+        except ValueError:
+            continue
+        if draft is not None:
+            drafts.append(draft)
+    return drafts
+
+
+def _read_previous(path: Path) -> list[Sample]:
+    if not path.is_file():
+        return []
+    return [item for item in read_samples(path, "fcbench") if isinstance(item, Sample)]
+
+
+def merge_templates(outcomes: Sequence[TaskOutcome], previous: Sequence[Sample]) -> tuple[list[Sample], list[str]]:
+    """This pull's gold samples (the latest annotation per sample id), then every earlier template
+    this pull has no gold for (its task deleted, or reopened and not fixed yet), unless the
+    annotator has since rejected the draft."""
+    latest: dict[str, TaskOutcome] = {}
+    for outcome in outcomes:
+        if outcome.status == "gold" and outcome.sample_id is not None:
+            current = latest.get(outcome.sample_id)
+            if current is None or _updated(outcome) > _updated(current):
+                latest[outcome.sample_id] = outcome
+    present_tasks = {outcome.task_id for outcome in outcomes}
+    withdrawn = {outcome.sample_id for outcome in outcomes
+                 if any(problem.code is ProblemCode.REJECTED_BY_ANNOTATOR for problem in outcome.problems)}
+    templates = [outcome.sample for outcome in outcomes
+                 if outcome.sample is not None and latest.get(outcome.sample_id or "") is outcome]
+    messages = []
+    for sample in previous:
+        if sample.id in latest or sample.id in withdrawn:
+            continue
+        templates.append(sample)
+        task_id = sample.provenance.label_studio_task_id
+        if task_id is not None and task_id not in present_tasks:
+            messages.append(f"task {task_id} of sample {sample.id} is no longer in the project (deleted in the UI?): "
+                            "its template from the previous pull is kept")
+        else:
+            messages.append(f"sample {sample.id} has no gold in this pull: its template from the previous pull is kept")
+    return templates, messages
+
+
+def _updated(outcome: TaskOutcome) -> str:
+    return (outcome.annotation.updated_at or "") if outcome.annotation else ""
+
+
+def write_pull_outputs(files: Stage2Files, outcomes: Sequence[TaskOutcome], source: str) -> PullReport:
+    templates, messages = merge_templates(outcomes, _read_previous(files.templates))
+    rejects = [outcome.reject_row() for outcome in outcomes if outcome.status in ("rejected", "cancelled")]
+    report = PullReport(source, messages=messages)
+    statuses = Counter(outcome.status for outcome in outcomes)
+    report.counts = {"tasks": len(outcomes), "gold": statuses["gold"], "rejected": statuses["rejected"],
+                     "cancelled": statuses["cancelled"], "pending": statuses["pending"],
+                     "templates_written": len(templates), "kept_from_previous_pull": len(messages)}
+    report.reasons = dict(sorted(Counter(problem.code.value for outcome in outcomes
+                                         for problem in outcome.problems).items()))
+    report.failures = [{"task_id": outcome.task_id, "id": outcome.sample_id,
+                        "problems": [problem.message for problem in outcome.problems]}
+                       for outcome in outcomes if outcome.status == "rejected"]
+    report.qa = qa_report(outcomes)
+    write_lines(files.templates, sample_lines(templates))
+    write_json_lines(files.rejects, rejects)
+    write_json(files.qa, report.qa, indent=2)
+    write_json(files.summary, {"source": source, "counts": report.counts, "reasons": report.reasons,
+                               "messages": messages}, indent=2)
+    report.outputs = {"templates": str(files.templates), "rejects": str(files.rejects), "qa": str(files.qa),
+                      "summary": str(files.summary)}
+    return report
+
+
+def qa_report(outcomes: Sequence[TaskOutcome]) -> dict[str, Any]:
+    golds = [outcome for outcome in outcomes if outcome.diff is not None]
+    agreements = [item for outcome in outcomes for item in outcome.agreements]
+    samples = []
+    for outcome in golds:
+        assert outcome.diff is not None and outcome.annotation is not None
+        row = outcome.diff.as_dict()
+        row.update({"label_studio_task_id": outcome.task_id, "annotator": outcome.annotation.annotator,
+                    "flags_ticked": list(outcome.correction.flags) if outcome.correction else [],
+                    "notes": outcome.notes})
+        samples.append(row)
+    agreement_rows = [{"label_studio_task_id": outcome.task_id, "id": outcome.sample_id,
+                       "annotators": [outcome.annotation.annotator if outcome.annotation else None, other.annotator],
+                       "call_agreement": round(result.call_agreement, 4), "exact_path": result.exact_path,
+                       "same_query": result.same_query}
+                      for outcome in outcomes for other, result in outcome.agreements]
+    summary = summarise([outcome.diff for outcome in golds if outcome.diff is not None],
+                        [list(outcome.correction.flags) for outcome in golds if outcome.correction],
+                        [result for _, result in agreements])
+    return {"summary": summary, "samples": samples, "agreements": agreement_rows}
+
+
+# -------------------------------------------------------------------------------------- send back
+def send_back_feedback(connection: Connection, client: Any, outcomes: Sequence[TaskOutcome]) -> tuple[int, int]:
+    """Show each failing task's problems at the top of its labeling page (the open-source server has
+    no comments or review API, both answer 404: the task data's `feedback_html` is what the config
+    displays, and the Data Manager shows it as a column), and clear the note on tasks with nothing
+    left to fix. Returns (sent back, cleared)."""
+    sent = cleared = 0
+    with server_errors(connection, "sending tasks back"):
+        for outcome in outcomes:
+            data = dict(outcome.task_data)
+            if outcome.needs_fixing:
+                when = outcome.annotation.updated_at if outcome.annotation else ""
+                feedback = render.feedback_html([problem.message for problem in outcome.problems
+                                                 if problem.code is not ProblemCode.CANCELLED], when or "")
+                if data.get("feedback_html") != feedback:
+                    data["feedback_html"] = feedback
+                    update_task_data(client, outcome.task_id, data)
+                sent += 1
+            elif data.get("feedback_html"):  # passes now, or the annotator rejected or skipped it
+                data["feedback_html"] = ""
+                update_task_data(client, outcome.task_id, data)
+                cleared += 1
+    return sent, cleared

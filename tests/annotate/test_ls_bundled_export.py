@@ -1,0 +1,68 @@
+"""`stage2 pull --from-export` on the bundled Label Studio export of annotated travel drafts.
+
+datasets/travel/annotations/stage2_export.json is a real snapshot export (Label Studio 1.23.2) of
+six stage2 tasks made from datasets/travel drafts and annotated through the API: one accepted by
+two seniors, one query rewritten, one argument added with four ambiguous entries deleted, one with
+broken path JSON, one skipped, one not annotated yet. No server is needed to pull it.
+"""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from annotate.stage2 import Stage2Files, run_stage2_pull
+from fcbench.cli import app
+from ls_helpers import REPO, read_lines, write_pipeline
+
+EXPORT = REPO / "datasets" / "travel" / "annotations" / "stage2_export.json"
+
+
+def test_bundled_export_pulls_into_checked_templates(tmp_path) -> None:
+    pipeline = write_pipeline(tmp_path, name="travel")
+    report = run_stage2_pull(pipeline, from_export=EXPORT)
+    assert report.counts == {"tasks": 6, "gold": 3, "rejected": 1, "cancelled": 1, "pending": 1,
+                             "templates_written": 3, "kept_from_previous_pull": 0}
+    assert report.reasons == {"bad_json": 1, "cancelled": 1}
+    assert report.failures[0]["id"] == "travel-draft-0002"
+    assert report.failures[0]["problems"] == [
+        "the path JSON is not valid JSON: Expecting property name enclosed in double quotes at line 3 column 76"]
+    files = Stage2Files.in_dir(pipeline.build_dir)
+    templates = {row["id"]: row for row in read_lines(files.templates)}
+    assert list(templates) == ["travel-draft-0009", "travel-draft-0013", "travel-draft-0030"]
+    taxi = templates["travel-draft-0013"]
+    assert taxi["messages"][-1]["content"].startswith("Find taxi offers from Central Park to LaGuardia")
+    rooms = templates["travel-draft-0030"]
+    assert rooms["calls"][2][0]["arguments"]["currency_code"] == "GBP"
+    assert rooms["calls"][2][0]["response"]["data"]["currency"] == "GBP"  # executed by the travel tools
+    assert [entry["dest_id"] for entry in rooms["calls"][0][0]["response"]["data"]] == ["-2004001"]
+    assert rooms["meta"]["label_studio"]["notes"] == "Rooms in GBP like the hotels; only the city matches 'Paris'."
+    assert rooms["provenance"]["stage"] == "stage2" and rooms["provenance"]["label_studio_task_id"] == 25021
+    qa = json.loads(files.qa.read_text())
+    assert qa["summary"]["queries_rewritten"] == 1 and qa["summary"]["entries_deleted"] == 4
+    assert qa["summary"]["samples_by_error_type"]["param_missing"] == 1
+    assert qa["agreements"] == [{"label_studio_task_id": 25019, "id": "travel-draft-0009", "annotators": ["user 4", "user 3"],
+                                 "call_agreement": 1.0, "exact_path": True, "same_query": True}]
+    rejects = read_lines(files.rejects)
+    assert [(row["id"], row["reason"]) for row in rejects] == [("travel-draft-0002", "bad_json"),
+                                                              ("travel-draft-0019", "cancelled")]
+
+
+def test_bundled_export_through_the_cli(tmp_path) -> None:
+    write_pipeline(tmp_path, name="travel")
+    result = CliRunner().invoke(app, ["stage2", "pull", "travel", "--file", str(tmp_path / "pipelines.yaml"),
+                                      "--from-export", str(EXPORT), "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["counts"]["gold"] == 3 and report["source"] == str(EXPORT)
+
+
+def test_a_file_that_is_not_an_export_is_one_clear_error(tmp_path) -> None:
+    write_pipeline(tmp_path, name="travel")
+    bad = tmp_path / "tasks.json"
+    bad.write_text('{"tasks": []}')
+    result = CliRunner().invoke(app, ["stage2", "pull", "travel", "--file", str(tmp_path / "pipelines.yaml"),
+                                      "--from-export", str(bad)])
+    assert result.exit_code == 1
+    assert result.stderr.strip() == f"error: {bad}: not a Label Studio JSON export (expected a list of tasks with 'id')"
