@@ -8,12 +8,9 @@ distinct tool list once and splices the text into every line that uses it; the l
 
 from __future__ import annotations
 
-import os
-import tempfile
-from pathlib import Path
 from typing import Iterable, Iterator
 
-from fcbench.jsonl import dumps_line
+from fcbench.jsonl import dumps_line, write_text_lines as write_lines  # noqa: F401 - the stages' writer
 from fcbench.sample import Sample, path_shape
 
 
@@ -30,21 +27,3 @@ def sample_lines(samples: Iterable[Sample]) -> Iterator[str]:
         body = sample.model_dump(mode="json", exclude_unset=True, exclude={"tools"})
         body["difficulty"] = path_shape(sample).difficulty.value
         yield dumps_line(body)[:-1] + ', "tools": ' + cached[1] + "}"
-
-
-def write_lines(path: Path, lines: Iterable[str]) -> int:
-    """Write text lines atomically (temporary file beside the target, then rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    count = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            for line in lines:
-                handle.write(line)
-                handle.write("\n")
-                count += 1
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    return count

@@ -561,6 +561,7 @@ def export_samples(source: Path, paths: ExportPaths, settings: ExportSettings) -
     copy_formats = check_formats(settings.config.formats)
     paths.build_dir.mkdir(parents=True, exist_ok=True)
     work_dir = Path(tempfile.mkdtemp(prefix=".export.", dir=paths.build_dir))
+    os.chmod(work_dir, 0o777 & ~_umask())  # mkdtemp's 0700 would hide the export from other users
     exporter = _Exporter(source, settings, work_dir, copy_formats)
     try:
         stats = compute_stats(exporter.samples())
@@ -584,6 +585,12 @@ def export_samples(source: Path, paths: ExportPaths, settings: ExportSettings) -
         raise UserError(f"{source}: no sample could be exported ({summary.rejected} rejected, "
                         f"reasons in {paths.rejects})")
     return summary
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def run_export_stage(pipeline: PipelineConfig, input_file: Path | None = None) -> ExportSummary:

@@ -259,5 +259,7 @@ def _decide_batch(batch: Sequence[tuple[str, Sample | Rejected]], environment: E
         for (_, verdict, _), (_, reason, detail) in zip(passed, semantic_check([kept for _, _, kept in passed])):
             if reason:
                 verdict.category, verdict.reason, verdict.detail = FilterCategory.FAILED_SEMANTIC, reason, detail
+            elif detail:  # the judge could not answer: keep the sample, but say so
+                verdict.notes.append(f"semantic check: {detail}")
     for key, verdict, kept_sample in decided:
         yield key, {"key": key, "verdict": verdict.to_json(), "sample": sample_to_dict(kept_sample)}

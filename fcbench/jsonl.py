@@ -47,18 +47,15 @@ def _default_mode() -> int:
     return 0o666 & ~umask
 
 
-def write_json_lines(path: str | Path, records: Iterable[Any]) -> int:
-    """Write records atomically; returns how many were written."""
+def _atomic_text(path: str | Path, write) -> None:
+    """Write a text file atomically: a temporary file beside the target, fsynced, given the mode a
+    plain `open()` would give, then renamed over the target."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    count = 0
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            for record in records:
-                handle.write(dumps_line(record))
-                handle.write("\n")
-                count += 1
+            write(handle)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp_name, _default_mode())
@@ -66,23 +63,35 @@ def write_json_lines(path: str | Path, records: Iterable[Any]) -> int:
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
+
+
+def write_text_lines(path: str | Path, lines: Iterable[str]) -> int:
+    """Write text lines atomically; returns how many were written."""
+    count = 0
+
+    def write(handle) -> None:
+        nonlocal count
+        for line in lines:
+            handle.write(line)
+            handle.write("\n")
+            count += 1
+
+    _atomic_text(path, write)
     return count
+
+
+def write_text(path: str | Path, text: str) -> None:
+    _atomic_text(path, lambda handle: handle.write(text))
+
+
+def write_json_lines(path: str | Path, records: Iterable[Any]) -> int:
+    """Write records atomically, one JSON document a line; returns how many were written."""
+    return write_text_lines(path, (dumps_line(record) for record in records))
 
 
 def write_json(path: str | Path, value: Any, *, indent: int | None = None) -> None:
     """Write one JSON document atomically (for formats that are JSON arrays or objects)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(value, handle, ensure_ascii=False, indent=indent)
-            handle.write("\n")
-        os.chmod(tmp_name, _default_mode())
-        os.replace(tmp_name, target)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
+    write_text(path, json.dumps(value, ensure_ascii=False, indent=indent) + "\n")
 
 
 def read_json_or_lines(path: str | Path) -> list[Any]:

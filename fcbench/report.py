@@ -18,8 +18,6 @@ import html
 import io
 import json
 import math
-import os
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from fcbench.formats import Rejected, read_samples
-from fcbench.jsonl import JsonLine, iter_json_lines, write_json
+from fcbench.jsonl import JsonLine, iter_json_lines, write_json, write_text
 from fcbench.sample import Sample, path_shape
 from fcbench.stats import DatasetStats, compute_stats
 
@@ -859,17 +857,8 @@ def write_report(build_dir: Path, title: str | None = None) -> ReportFiles:
     charts = render_charts(report)
     build_dir.mkdir(parents=True, exist_ok=True)
     html_path, json_path = build_dir / REPORT_HTML, build_dir / REPORT_JSON
-    _write_text(html_path, render_html(report, charts))
+    write_text(html_path, render_html(report, charts))
     write_json(json_path, report.as_dict(), indent=2)
     return ReportFiles(html_path, json_path, report, len(charts))
 
 
-def _write_text(path: Path, text: str) -> None:
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise

@@ -428,7 +428,9 @@ def _score_and_write(config: LLMConfig, benchmark: Benchmark, paths: EvalPaths, 
     not_evaluated = Counter(reject.reason for reject in benchmark.rejects)
     not_evaluated.update("llm_error" for _ in unanswered)
     rejects = [reject.to_json() for reject in benchmark.rejects]
-    rejects += [{"id": item.sample_id, "reason": "llm_error", "detail": item.reason} for item in unanswered]
+    order = {sample.id: index for index, sample in enumerate(benchmark.samples)}  # not completion order
+    rejects += [{"id": item.sample_id, "reason": "llm_error", "detail": item.reason}
+                for item in sorted(unanswered, key=lambda item: order.get(item.sample_id, len(order)))]
     write_json_lines(paths.rejects, rejects)
     document = {"metric": "complexeval", "model": config.model, "input": benchmark.source,
                 "samples": len(benchmark.samples), "settings": dict(settings),

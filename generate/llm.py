@@ -202,13 +202,12 @@ def derived_seed(seed: int | None, sample_index: int, attempt: int) -> int | Non
 
 
 def display_url(url: str) -> str:
-    """The URL without user:password, fit for messages and provenance."""
+    """The URL without user:password, query or fragment (`?api-key=...`), fit for messages and
+    provenance."""
     parts = urlsplit(url)
-    if parts.username or parts.password:
-        host = parts.hostname or ""
-        netloc = f"{host}:{parts.port}" if parts.port else host
-        return urlunsplit(parts._replace(netloc=netloc))
-    return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit(parts._replace(netloc=netloc, query="", fragment=""))
 
 
 @dataclass(frozen=True)
@@ -433,7 +432,7 @@ class LLMClient:
         self._reached = True
         body, problem = check_completion_text(text)
         if body is None:
-            raise _Retryable(f"malformed response ({problem})", raw_text=text)
+            raise _Retryable(f"malformed response ({problem})", raw_text=self._scrub(text))
         return body, text
 
     def _status_failure(self, exc: openai.APIStatusError) -> Exception:

@@ -125,8 +125,11 @@ def make_variant(template: Sample, number: int, query: str, calls: list[list[Cal
                  seed: int, meta: dict[str, Any], prompt: PromptFile | None = None) -> Sample:
     """A candidate sharing the template's tools and path shape; responses come from execution."""
     messages = [dict(message) for message in template.messages]
-    last_user = max(i for i, message in enumerate(messages) if message.get("role") == "user")
-    messages[last_user]["content"] = query
+    user_turns = [i for i, message in enumerate(messages) if message.get("role") == "user"]
+    if user_turns:
+        messages[user_turns[-1]]["content"] = query
+    else:  # a template without a user turn (the schema allows it): the variant's query becomes one
+        messages.append({"role": "user", "content": query})
     extra = {key: value for key, value in template.meta.items() if key not in ("stage1", "stage2", "stage3")}
     variant = Sample(
         id=f"{template.id}-v{number}",

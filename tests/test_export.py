@@ -424,3 +424,19 @@ def test_cli_export_without_validated_file_is_one_line_error(tmp_path):
     result = CliRunner().invoke(app, ["export", "math", "--file", str(pipelines)])
     assert result.exit_code == 1
     assert result.stderr.count("\n") == 1 and "validated.jsonl: no such file" in result.stderr
+
+
+def test_export_folder_is_readable_by_others_not_mkdtemp_private(tmp_path):
+    import stat as stat_module
+
+    from fcbench.config import load_pipelines
+
+    pipelines = tmp_path / "pipelines.yaml"
+    (tmp_path / "ds" / "build").mkdir(parents=True)
+    (tmp_path / "ds" / "build" / "validated.jsonl").write_text((REPO / "datasets" / "nestful-math" / "seeds.jsonl").read_text())
+    pipelines.write_text("pipelines:\n  p:\n    dataset_dir: ds\n    seed: 1\n")
+    from fcbench.export import run_export_stage
+
+    summary = run_export_stage(load_pipelines(pipelines).get_pipeline("p"))
+    mode = stat_module.S_IMODE((Path(summary.outputs["export"])).stat().st_mode)
+    assert mode & stat_module.S_IROTH and mode & stat_module.S_IXOTH, oct(mode)

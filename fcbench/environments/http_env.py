@@ -155,14 +155,17 @@ class HttpEnvironment(Environment):
         self.record_path = Path(record_path) if record_path else None
         self.store = record_to if record_to is not None else (RecordedStore(self.tools.values()) if self.record_path else None)
 
-    def _headers_for(self, endpoint: HttpEndpoint) -> dict[str, str]:
-        headers = dict(self.headers)
-        if endpoint.host.endswith("rapidapi.com"):
-            headers.setdefault("X-RapidAPI-Host", endpoint.host)
+    def _with_key(self, request: urllib.request.Request, endpoint: HttpEndpoint) -> urllib.request.Request:
+        """Add the RapidAPI key only for a catalog host that is RapidAPI itself or a subdomain of it
+        (not any name merely ending in "rapidapi.com"). A `base_url` the user configured (a local
+        replay or a proxy) gets it too: that routing is the user's own choice. The key is never
+        copied onto a redirect."""
+        if _is_rapidapi_host(endpoint.host):
+            request.add_header("X-rapidapi-host", endpoint.host)
             key = os.environ.get(RAPIDAPI_KEY_ENV_VAR)
             if key:
-                headers.setdefault("X-RapidAPI-Key", key)
-        return headers
+                request.add_unredirected_header("X-rapidapi-key", key)  # never copied onto a redirect
+        return request
 
     def call(self, name: str, arguments: Mapping[str, Any]) -> CallOutcome:
         tool = self.tools.get(name)
@@ -171,7 +174,7 @@ class HttpEnvironment(Environment):
         endpoint = endpoint_of(tool)
         if endpoint is None:
             return CallOutcome.failure(ErrorReason.UNKNOWN_TOOL, f"{name}: the catalog gives no HTTP method/endpoint")
-        request = build_request(endpoint, arguments, self.base_url, self._headers_for(endpoint))
+        request = self._with_key(build_request(endpoint, arguments, self.base_url, self.headers), endpoint)
         outcome = self._send(name, request)
         if outcome.ok and self.parse_output:
             outcome = _parsed_output(name, tool, outcome)
@@ -198,6 +201,11 @@ class HttpEnvironment(Environment):
     def close(self) -> None:
         if self.store is not None and self.record_path is not None:
             self.store.save(self.record_path)
+
+
+def _is_rapidapi_host(host: str) -> bool:
+    host = host.lower().rstrip(".")
+    return host == "rapidapi.com" or host.endswith(".rapidapi.com")
 
 
 def _parsed_output(name: str, tool: "Tool", outcome: CallOutcome) -> CallOutcome:

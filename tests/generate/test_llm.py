@@ -440,3 +440,10 @@ def test_the_sdk_default_transport_is_kept_for_remote_and_https_endpoints() -> N
     assert uses_local_transport("http://127.0.0.1:8000/v1") and uses_local_transport("http://localhost:11434/v1")
     assert not uses_local_transport("https://api.openai.com/v1")
     assert not uses_local_transport("http://gpu-box.lan:8000/v1")
+
+
+def test_display_url_drops_credentials_and_query_strings():
+    from generate.llm import display_url
+
+    assert display_url("https://user:s3cret@api.example.com:8443/v1?api-key=s3cret#x") == "https://api.example.com:8443/v1"
+    assert display_url("http://127.0.0.1:8000/v1") == "http://127.0.0.1:8000/v1"

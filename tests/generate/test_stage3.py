@@ -238,3 +238,13 @@ def test_cli_stage3_run_is_byte_identical_and_llm_fill_falls_back_offline(slots_
     summary = json.loads(result.stdout)
     assert summary["fill"] == "slots" and summary["counts"]["candidates"] == len(templates(templates_file)) * 3
     assert (again.build_dir / "candidates.jsonl").read_bytes() == expected  # same seed, same templates
+
+
+def test_a_template_without_a_user_turn_gets_the_variant_query_as_one():
+    from fcbench.sample import Call, Sample, Tool
+    from generate.stage3 import make_variant
+
+    template = Sample(id="t", messages=[], tools=[Tool(name="f")], calls=[[Call(label="c1", name="f")]])
+    variant = make_variant(template, 1, "find hotels in Rome", template.calls, "slots", 0, {})
+    assert variant.messages == [{"role": "user", "content": "find hotels in Rome"}]
+    assert variant.provenance.parent_id == "t"
