@@ -28,6 +28,7 @@ from fcbench.catalog.openai import OpenAISpecError, tools_from_openai, tools_to_
 from fcbench.formats import FormatError, FormatOptions, Rejected
 from fcbench.jsonl import iter_json_lines, write_json_lines
 from fcbench.references import Reference, parse_reference
+from fcbench.resolve import walk_path
 from fcbench.sample import Call, Provenance, Sample, Step, with_derived_fields
 
 FORMAT_NAME = "complexfuncbench"
@@ -165,22 +166,14 @@ def _has_response(call: Call) -> bool:
     return "response" in call.model_fields_set
 
 
-def _walk(value: Any, path: tuple[str | int, ...]) -> tuple[bool, Any]:
-    """Follow a reference path into a recorded response; (False, None) when it leads nowhere."""
-    for part in path:
-        if isinstance(part, int) and isinstance(value, list) and -len(value) <= part < len(value):
-            value = value[part]
-        elif isinstance(part, str) and isinstance(value, dict) and part in value:
-            value = value[part]
-        else:
-            return False, None
-    return True, value
-
-
 def _resolve(reference: Reference, responses: dict[str, Any]) -> tuple[bool, Any]:
+    """The value a reference names in a recorded response; (False, None) when it leads nowhere."""
     if reference.label not in responses:
         return False, None
-    return _walk(responses[reference.label], reference.path)
+    try:
+        return True, walk_path(responses[reference.label], reference.path)
+    except (LookupError, TypeError):
+        return False, None
 
 
 def resolve_argument(value: Any, responses: dict[str, Any], losses: Counter[str]) -> Any:
