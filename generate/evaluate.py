@@ -48,7 +48,8 @@ from fcbench.score.complexeval import (
     score_complexeval,
 )
 from generate.cache import RequestCache, canonical_json
-from generate.llm import ChatRequest, Completion, LLMClient, LLMRejection, ToolCall
+from generate.llm import (ChatRequest, LLMClient, LLMRejection, ToolCall, assistant_message, tool_call_ids,
+                          tool_message)
 
 EVAL_DIR = "eval"
 DEFAULT_SPLIT = "test"
@@ -87,31 +88,6 @@ def predicted_call(tool_call: ToolCall) -> dict[str, Any]:
         decoded = None
     arguments: Any = decoded if isinstance(decoded, dict) else tool_call.arguments
     return {"name": tool_call.name, "arguments": arguments}
-
-
-def tool_call_ids(tool_calls: Sequence[ToolCall], turn: int) -> list[str]:
-    """The ids the `tool` messages answer; some servers send none or repeat one, and every tool
-    message must point at exactly one call of the assistant message."""
-    ids: list[str] = []
-    for index, call in enumerate(tool_calls):
-        call_id = call.id or f"call_{turn}_{index}"
-        ids.append(call_id if call_id not in ids else f"{call_id}_{index}")
-    return ids
-
-
-def assistant_message(completion: Completion, ids: Sequence[str]) -> dict[str, Any]:
-    """The model's turn as it goes back into the history (arguments exactly as written)."""
-    return {
-        "role": "assistant",
-        "content": completion.content,
-        "tool_calls": [{"id": call_id, "type": "function",
-                        "function": {"name": call.name, "arguments": call.arguments}}
-                       for call_id, call in zip(ids, completion.tool_calls)],
-    }
-
-
-def tool_message(call_id: str, response: Any) -> dict[str, Any]:
-    return {"role": "tool", "tool_call_id": call_id, "content": json.dumps(response, ensure_ascii=False)}
 
 
 def turn_limit(session: ComplexEvalSession, extra_turns: int) -> int:

@@ -251,6 +251,32 @@ class _NotRetryable(Exception):
 
 
 # --------------------------------------------------------------------- plain-HTTP keep-alive transport
+# ------------------------------------------------------------------------ tool-call messages
+def tool_call_ids(tool_calls: Sequence[ToolCall], turn: int) -> list[str]:
+    """The ids the `tool` messages answer; some servers send none or repeat one, and every tool
+    message must point at exactly one call of the assistant message."""
+    ids: list[str] = []
+    for index, call in enumerate(tool_calls):
+        call_id = call.id or f"call_{turn}_{index}"
+        ids.append(call_id if call_id not in ids else f"{call_id}_{index}")
+    return ids
+
+
+def assistant_message(completion: Completion, ids: Sequence[str]) -> dict[str, Any]:
+    """The model's turn as it goes back into the history (arguments exactly as written)."""
+    return {
+        "role": "assistant",
+        "content": completion.content,
+        "tool_calls": [{"id": call_id, "type": "function",
+                        "function": {"name": call.name, "arguments": call.arguments}}
+                       for call_id, call in zip(ids, completion.tool_calls)],
+    }
+
+
+def tool_message(call_id: str, response: Any) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": json.dumps(response, ensure_ascii=False)}
+
+
 # ------------------------------------------------------------------------------------ client
 class LLMClient:
     """Use as `async with LLMClient(config, cache) as llm: outcomes = await llm.complete_all(requests, parse)`.

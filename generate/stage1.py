@@ -359,7 +359,7 @@ class LLMDrafter:
 
     async def _solve(self, index: int, query: str, offered: Sequence[Tool]) -> tuple[list[list[Call]], str, list[str]]:
         """The function-calling loop: one step per answer with tool calls, until a text answer."""
-        from generate.llm import ChatRequest, LLMRejection
+        from generate.llm import ChatRequest, LLMRejection, assistant_message, tool_call_ids, tool_message
 
         prompt = self.prompts[1]
         names = {tool.name for tool in offered}
@@ -383,14 +383,11 @@ class LLMDrafter:
                               completion.raw_text)
             planned = [(call, _tool_arguments(call, names)) for call in completion.tool_calls]
             outcomes = self.environment.call_step([(call.name, arguments) for call, arguments in planned])
-            messages.append({"role": "assistant", "content": completion.content, "tool_calls": [
-                {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
-                for call in completion.tool_calls]})
+            ids = tool_call_ids(completion.tool_calls, turn)
+            messages.append(assistant_message(completion, ids))
             step = []
-            for (call, arguments), result in zip(planned, outcomes):
-                content = result.response if result.ok else {"error": result.error}
-                messages.append({"role": "tool", "tool_call_id": call.id,
-                                 "content": json.dumps(content, ensure_ascii=False)})
+            for call_id, (call, arguments), result in zip(ids, planned, outcomes):
+                messages.append(tool_message(call_id, result.response if result.ok else {"error": result.error}))
                 if result.ok:
                     step.append(Call(label=f"var_{sum(map(len, steps)) + len(step) + 1}", name=call.name,
                                      arguments=arguments, response=result.response))
