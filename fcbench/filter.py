@@ -33,7 +33,7 @@ from fcbench.execution import GoldPathResult, execute_gold_paths
 from fcbench.formats import Rejected
 from fcbench.grounding import ungrounded_values
 from fcbench.jsonl import dumps_line, iter_json_lines, write_json, write_json_lines
-from fcbench.references import parse_reference
+from fcbench.references import is_reference
 from fcbench.sample import Sample, sample_to_dict
 from fcbench.validate import semantic_problems
 
@@ -94,7 +94,7 @@ def static_verdict(sample: Sample, settings: FilterConfig) -> Verdict:
         return _reject(sample.id, FilterCategory.FAILED_FORMAT, reason, f"{where}: {message}")
     for step in sample.all_steps():
         for call in step:
-            issue = check_call_format(call, sample.tools, skip_type_check=lambda v: parse_reference(v) is not None)
+            issue = check_call_format(call, sample.tools, skip_type_check=is_reference)
             if issue is not None:
                 return _reject(sample.id, FilterCategory.FAILED_FORMAT, f"format.{issue.kind}",
                                f"{call.label}: {issue.message}")

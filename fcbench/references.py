@@ -41,6 +41,11 @@ def parse_reference(value: Any) -> Reference | None:
     return Reference(text=value, label=match.group("label"), path=tuple(path))
 
 
+def is_reference(value: Any) -> bool:
+    """Whether a value is a whole `$label.path$` reference (its type is known only once resolved)."""
+    return parse_reference(value) is not None
+
+
 def iter_references(value: Any) -> Iterator[Reference]:
     """Yield every reference found anywhere inside an argument value (nested lists and dicts)."""
     reference = parse_reference(value)

@@ -36,6 +36,7 @@ from fcbench.call_format import (  # noqa: F401 - re-exported: the format check 
     check_call_format,
 )
 from fcbench.catalog.types import json_type_names
+from fcbench.references import is_reference
 from fcbench.sample import AcceptableValues, Call, Tool
 
 # ---------------------------------------------------------------------------------------------
@@ -382,18 +383,21 @@ def match_step(
     layers: Sequence[MatchLayer] = (),
     similarity: CallSimilarity = call_similarity,
     exact_parameters: Mapping[str, Collection[str]] | None = None,
+    references: bool = False,
 ) -> StepMatch:
     """Pair a step's predicted calls with its gold calls and decide each pair.
 
     A predicted call with a format problem (when `tools` are given) is not compared: its pair is
     decided by the `format` layer. `acceptable` is keyed by gold call label, as in `Sample`;
-    `exact_parameters` by function name.
+    `exact_parameters` by function name. `references`: the predictions are whole paths that may
+    pass `$label.path$` references (NESTful style), whose type is not checked before resolution.
     """
     calls = [as_predicted_call(c) for c in predicted]
     tools_by_name = {tool.name: tool for tool in tools}
     issues = {}
     if tools:
-        issues = {i: issue for i, c in enumerate(calls) if (issue := check_call_format(c, tools))}
+        skip = is_reference if references else None
+        issues = {i: issue for i, c in enumerate(calls) if (issue := check_call_format(c, tools, skip))}
     decisions = []
     for pair in assign_calls(calls, gold, similarity, tools):
         if pair.predicted_index is None or pair.gold_index is None:
