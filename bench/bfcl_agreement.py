@@ -372,6 +372,7 @@ def main() -> None:
             print(f"    {n:5d}  {kind:18s} {mine:60s} {ref}")
     s = report["seconds"]
     print(f"checker time: reference {s['reference']:.2f}s, compat {s['compat']:.2f}s, default {s['default']:.2f}s")
+    print(f"compat time per prediction / reference time per prediction: {s['compat'] / s['reference']:.2f}")
 
 
 if __name__ == "__main__":
