@@ -3,9 +3,10 @@ generalized query variants along their template's fixed path.
 
 Which candidates need filling (rows of `<build>/candidates.jsonl`): those stage3 marked with
 `meta.stage3.needs_arguments: true`, and any whose path has an argument set to null or lacks a
-required argument of its tool. Pull writes the filled arguments back into candidates.jsonl
-(stage3's own file; other rows are left exactly as they were), with `meta.stage3.needs_arguments`
-false and `filled_by: "annotators"`, and lists failures in `junior.rejects.jsonl` with
+required argument of its tool. Pull writes `candidates.filled.jsonl`: stage3's candidates with the
+filled rows replaced (`meta.stage3.needs_arguments` false, `filled_by: "annotators"`; other rows
+exactly as they were; stage3's own file is never edited), which the filter reads when
+`stages.stage3.fill` is `annotators`. Failures are listed in `junior.rejects.jsonl` with
 `junior.summary.json`. The filled path gets the same checks as stage2's gold paths.
 """
 
@@ -18,10 +19,10 @@ from pathlib import Path
 from annotate.client import Connection, open_client, resolve_connection
 from annotate.configs import JUNIOR
 from annotate.files import sample_lines, write_lines
-from annotate.pull import export_snapshot, junior_builder, process_tasks, read_export_file, user_emails
+from annotate.pull import junior_builder
 from annotate.push import PushSummary, push_tasks
-from annotate.stage2 import (PullReport, drafts_in_tasks, existing_project_id, pipeline_catalog, pipeline_environment,
-                             read_canonical, send_back_feedback)
+from annotate.stage2 import (PullReport, check_tasks, fetch_tasks, pipeline_catalog, read_canonical,
+                             send_back_to_annotators)
 from annotate.tasks import JUNIOR_KIND, junior_task
 from fcbench.config import PipelineConfig
 from fcbench.errors import UserError
@@ -29,18 +30,21 @@ from fcbench.formats import read_samples
 from fcbench.jsonl import iter_json_lines, write_json, write_json_lines
 from fcbench.sample import Sample
 
+FILLED_CANDIDATES = "candidates.filled.jsonl"  # stage3's candidates with the juniors' arguments
+
 
 @dataclass(frozen=True)
 class JuniorFiles:
-    candidates: Path
+    candidates: Path  # stage3's output, read only
+    filled: Path  # the candidates with the annotators' arguments: what the filter reads
     templates: Path
     rejects: Path
     summary: Path
 
     @classmethod
     def in_dir(cls, build_dir: Path) -> "JuniorFiles":
-        return cls(build_dir / "candidates.jsonl", build_dir / "templates.jsonl", build_dir / "junior.rejects.jsonl",
-                   build_dir / "junior.summary.json")
+        return cls(build_dir / "candidates.jsonl", build_dir / FILLED_CANDIDATES, build_dir / "templates.jsonl",
+                   build_dir / "junior.rejects.jsonl", build_dir / "junior.summary.json")
 
 
 def junior_project_title(pipeline: PipelineConfig) -> str:
@@ -82,27 +86,11 @@ def run_junior_pull(pipeline: PipelineConfig, from_export: Path | None = None, s
     files = JuniorFiles.in_dir(pipeline.build_dir)
     if not files.candidates.is_file():
         raise UserError(f"{files.candidates}: no such file (stage3 writes the candidates: run stage3 first)")
-    client = None
-    project_id = None
-    users: dict[int, str] = {}
-    if from_export is not None:
-        tasks = read_export_file(from_export)
-        source = str(from_export)
-    else:
-        connection = connection or resolve_connection()
-        client = open_client(connection)
-        project_id = existing_project_id(connection, client, junior_project_title(pipeline))
-        tasks = export_snapshot(connection, client, project_id)
-        users = user_emails(connection, client)
-        source = f"{connection.url} project {project_id}"
-    catalog = pipeline_catalog(pipeline)
-    environment = pipeline_environment(pipeline, lambda: drafts_in_tasks(tasks, catalog))
-    try:
-        outcomes = process_tasks(tasks, JUNIOR_KIND, junior_builder, environment, users, "stage3", project_id, catalog)
-    finally:
-        environment.close()
+    fetched = fetch_tasks(junior_project_title(pipeline), from_export, connection)
+    outcomes = check_tasks(pipeline, fetched, JUNIOR_KIND, junior_builder, "stage3")
+    source = fetched.source
     filled = {outcome.sample_id: outcome.sample for outcome in outcomes if outcome.sample is not None}
-    replaced = write_filled_candidates(files.candidates, filled)
+    replaced = write_filled_candidates(files.candidates, files.filled, filled)
     statuses = Counter(outcome.status for outcome in outcomes)
     report = PullReport(source)
     report.counts = {"tasks": len(outcomes), "filled": statuses["gold"], "rejected": statuses["rejected"],
@@ -114,19 +102,16 @@ def run_junior_pull(pipeline: PipelineConfig, from_export: Path | None = None, s
     write_json_lines(files.rejects, [outcome.reject_row() for outcome in outcomes
                                      if outcome.status in ("rejected", "cancelled")])
     write_json(files.summary, {"source": source, "counts": report.counts, "reasons": report.reasons}, indent=2)
-    report.outputs = {"candidates": str(files.candidates), "rejects": str(files.rejects), "summary": str(files.summary)}
+    report.outputs = {"candidates": str(files.filled), "rejects": str(files.rejects), "summary": str(files.summary)}
     if send_back:
-        if client is None:
-            connection = connection or resolve_connection()
-            client = open_client(connection)
-        assert connection is not None
-        report.counts["sent_back"], report.counts["feedback_cleared"] = send_back_feedback(connection, client, outcomes)
+        send_back_to_annotators(fetched, outcomes, report)
     return report
 
 
-def write_filled_candidates(path: Path, filled: dict[str | None, Sample | None]) -> int:
-    """Rewrite candidates.jsonl with the filled rows replaced in place; every other line (even one
-    that does not parse) is written back unchanged, so stage3's output loses nothing."""
+def write_filled_candidates(path: Path, target: Path, filled: dict[str | None, Sample | None]) -> int:
+    """Write stage3's candidates to `target` with the filled rows replaced; every other line (even
+    one that does not parse) is copied unchanged. Stage3's own file is never edited, so a re-run of
+    stage3 or of this pull starts from the same input."""
     with open(path, encoding="utf-8") as handle:
         raw_lines = handle.read().splitlines()
     parsed = {line.line_no: line for line in iter_json_lines(path)}
@@ -145,5 +130,5 @@ def write_filled_candidates(path: Path, filled: dict[str | None, Sample | None])
         meta["stage3"] = stage3
         lines.extend(sample_lines([sample.model_copy(update={"meta": meta})]))
         replaced += 1
-    write_lines(path, lines)
+    write_lines(target, lines)
     return replaced

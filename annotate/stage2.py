@@ -139,35 +139,53 @@ def pipeline_environment(pipeline: PipelineConfig, samples: Callable[[], Sequenc
     return LazyEnvironment(opener)
 
 
-def run_stage2_pull(pipeline: PipelineConfig, from_export: Path | None = None, send_back: bool = False,
-                    connection: Connection | None = None) -> PullReport:
-    files = Stage2Files.in_dir(pipeline.build_dir)
-    client = None
-    project_id = None
-    users: dict[int, str] = {}
+@dataclass
+class FetchedTasks:
+    """The tasks of a project, from the server or from an export file, and what a send-back needs."""
+
+    tasks: list[dict[str, Any]]
+    source: str
+    connection: Connection | None = None
+    client: Any = None
+    project_id: int | None = None
+    users: dict[int, str] = field(default_factory=dict)
+
+
+def fetch_tasks(title: str, from_export: Path | None, connection: Connection | None) -> FetchedTasks:
     if from_export is not None:
-        tasks = read_export_file(from_export)
-        source = str(from_export)
-    else:
-        connection = connection or resolve_connection()
-        client = open_client(connection)
-        project_id = existing_project_id(connection, client, project_title(pipeline))
-        tasks = export_snapshot(connection, client, project_id)
-        users = user_emails(connection, client)
-        source = f"{connection.url} project {project_id}"
+        return FetchedTasks(read_export_file(from_export), str(from_export), connection)
+    connection = connection or resolve_connection()
+    client = open_client(connection)
+    project_id = existing_project_id(connection, client, title)
+    return FetchedTasks(export_snapshot(connection, client, project_id), f"{connection.url} project {project_id}",
+                        connection, client, project_id, user_emails(connection, client))
+
+
+def check_tasks(pipeline: PipelineConfig, fetched: FetchedTasks, kind: str, builder: Any, stage: str) -> list[TaskOutcome]:
+    """Convert and check every task's annotation, re-executing paths in the pipeline's environment."""
     catalog = pipeline_catalog(pipeline)
-    environment = pipeline_environment(pipeline, lambda: drafts_in_tasks(tasks, catalog))
+    environment = pipeline_environment(pipeline, lambda: drafts_in_tasks(fetched.tasks, catalog))
     try:
-        outcomes = process_tasks(tasks, STAGE2_KIND, senior_builder, environment, users, "stage2", project_id, catalog)
+        return process_tasks(fetched.tasks, kind, builder, environment, fetched.users, stage, fetched.project_id,
+                             catalog)
     finally:
         environment.close()
-    report = write_pull_outputs(files, outcomes, source)
+
+
+def send_back_to_annotators(fetched: FetchedTasks, outcomes: Sequence[TaskOutcome], report: "PullReport") -> None:
+    """Show each failing annotation's problems to its annotator (pulling from a file still needs the server)."""
+    connection = fetched.connection or resolve_connection()
+    client = fetched.client or open_client(connection)
+    report.counts["sent_back"], report.counts["feedback_cleared"] = send_back_feedback(connection, client, outcomes)
+
+
+def run_stage2_pull(pipeline: PipelineConfig, from_export: Path | None = None, send_back: bool = False,
+                    connection: Connection | None = None) -> PullReport:
+    fetched = fetch_tasks(project_title(pipeline), from_export, connection)
+    outcomes = check_tasks(pipeline, fetched, STAGE2_KIND, senior_builder, "stage2")
+    report = write_pull_outputs(Stage2Files.in_dir(pipeline.build_dir), outcomes, fetched.source)
     if send_back:
-        if client is None:
-            connection = connection or resolve_connection()
-            client = open_client(connection)
-        assert connection is not None
-        report.counts["sent_back"], report.counts["feedback_cleared"] = send_back_feedback(connection, client, outcomes)
+        send_back_to_annotators(fetched, outcomes, report)
     return report
 
 

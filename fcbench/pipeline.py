@@ -17,8 +17,14 @@ from fcbench.sample import Sample
 
 
 def filter_input_path(pipeline: PipelineConfig) -> Path:
+    """The stage3 candidates, or their copy with the junior annotators' arguments when stage3 left
+    the filling to annotators; `stages.filter.input` overrides both."""
     configured = pipeline.stages.filter.input
-    return pipeline.resolve(configured) if configured else pipeline.build_dir / "candidates.jsonl"
+    if configured:
+        return pipeline.resolve(configured)
+    if pipeline.stages.stage3.fill == "annotators":
+        return pipeline.build_dir / "candidates.filled.jsonl"
+    return pipeline.build_dir / "candidates.jsonl"
 
 
 def run_filter_stage(pipeline: PipelineConfig, input_file: Path | None = None, offline: bool = False):

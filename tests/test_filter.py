@@ -180,3 +180,15 @@ def test_a_killed_filter_resumes_to_the_same_files_as_a_clean_run(tmp_path):
     killed_summary = json.loads((killed_dir / "toy" / "build" / "filter.summary.json").read_text())
     for key in ("total", "counts", "reasons", "grounding_notes"):
         assert killed_summary[key] == clean_summary[key]
+
+
+def test_the_filter_reads_the_junior_filled_candidates_when_annotators_fill_stage3(tmp_path):
+    from fcbench.config import load_pipelines
+    from fcbench.pipeline import filter_input_path
+
+    pipelines = tmp_path / "pipelines.yaml"
+    pipelines.write_text("pipelines:\n  a:\n    dataset_dir: a\n    stages: {stage3: {fill: annotators}}\n"
+                         "  b:\n    dataset_dir: b\n    stages: {stage3: {fill: llm}}\n")
+    config = load_pipelines(pipelines)
+    assert filter_input_path(config.get_pipeline("a")).name == "candidates.filled.jsonl"
+    assert filter_input_path(config.get_pipeline("b")).name == "candidates.jsonl"

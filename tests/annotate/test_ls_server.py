@@ -188,7 +188,9 @@ def test_junior_filling_round_trip(studio, drafts, annotator, tmp_path) -> None:
         textarea_result("arguments_json", "variant", json.dumps(filled)), choices_result("verdict", "variant", ["filled"])])
     report = run_junior_pull(pipeline, connection=studio.connection)
     assert report.counts["filled"] == 1 and report.counts["candidates_updated"] == 1
-    rows = read_lines(files.candidates)
+    assert [row["id"] for row in read_lines(files.candidates)] == ["hotels-paris-v1", "airports-sydney"]
+    assert read_lines(files.candidates)[0]["calls"][0][0]["arguments"] == {}  # stage3's file is left as it was
+    rows = read_lines(files.filled)
     assert [row["id"] for row in rows] == ["hotels-paris-v1", "airports-sydney"]
     assert rows[0]["calls"][0][0]["arguments"] == {"query": "Rome"}
     assert rows[0]["calls"][1][0]["response"]["data"]["destination"]["name"] == "Rome"
