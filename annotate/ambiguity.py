@@ -16,6 +16,7 @@ from typing import Any, Iterator
 
 from annotate.entries import Path, entry_id, iter_entries
 from fcbench.catalog.lint import Code, lint_tools
+from fcbench.grounding import json_leaves
 from fcbench.references import iter_references
 from fcbench.resolve import walk_path
 from fcbench.sample import Call, Sample, Tool
@@ -127,14 +128,7 @@ def _source_of_path(label: str, path: Path) -> _Source | None:
 
 
 def _scalar_leaves(value: Any) -> Iterator[Any]:
-    if isinstance(value, dict):
-        for item in value.values():
-            yield from _scalar_leaves(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _scalar_leaves(item)
-    elif _is_distinctive(value):
-        yield value
+    return (leaf for leaf in json_leaves(value) if _is_distinctive(leaf))
 
 
 def _is_distinctive(value: Any) -> bool:

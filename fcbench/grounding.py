@@ -65,13 +65,14 @@ def _numbers_in(text: str) -> set[float]:
     return {float(token.replace(",", "")) for token in _NUMBER.findall(text)}
 
 
-def _leaves(value: Any) -> Iterator[Any]:
+def json_leaves(value: Any) -> Iterator[Any]:
+    """Every scalar inside a JSON value (dict values and list items, depth first)."""
     if isinstance(value, dict):
         for item in value.values():
-            yield from _leaves(item)
+            yield from json_leaves(item)
     elif isinstance(value, list):
         for item in value:
-            yield from _leaves(item)
+            yield from json_leaves(item)
     else:
         yield value
 
@@ -86,7 +87,7 @@ class _Evidence:
         self.strings: set[str] = set()
 
     def add_response(self, response: Any) -> None:
-        for leaf in _leaves(response):
+        for leaf in json_leaves(response):
             if isinstance(leaf, str):
                 self.strings.add(leaf.lower())
                 self.numbers |= _numbers_in(leaf)
@@ -102,7 +103,7 @@ class _Evidence:
             needle = value.strip().lower()
             return (not needle or needle in self.text or needle in self.strings or value in self.dates
                     or any(needle in text for text in self.strings))
-        return all(self.supports(leaf) for leaf in _leaves(value)) if isinstance(value, (list, dict)) else False
+        return all(self.supports(leaf) for leaf in json_leaves(value)) if isinstance(value, (list, dict)) else False
 
 
 def ungrounded_values(sample: Sample) -> list[UngroundedValue]:

@@ -49,7 +49,7 @@ from fcbench.score.complexeval import (
 )
 from generate.cache import RequestCache, canonical_json
 from generate.llm import (ChatRequest, LLMClient, LLMRejection, ToolCall, assistant_message, tool_call_ids,
-                          tool_message)
+                          run_workers, tool_message)
 
 EVAL_DIR = "eval"
 DEFAULT_SPLIT = "test"
@@ -336,14 +336,7 @@ async def _run_samples(llm: LLMClient, samples: Sequence[Sample], settings: Mapp
             if progress is not None:
                 progress(done, total)
 
-    workers = [asyncio.create_task(worker()) for _ in range(llm.config.concurrency)]
-    try:
-        await asyncio.gather(*workers)
-    except BaseException:
-        for task in workers:
-            task.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
-        raise
+    await run_workers(worker, llm.config.concurrency)
     return unanswered
 
 

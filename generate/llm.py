@@ -334,14 +334,7 @@ class LLMClient:
             for index, request in pending:
                 on_outcome(index, await self.complete(request, parse))
 
-        workers = [asyncio.create_task(worker()) for _ in range(self.config.concurrency)]
-        try:
-            await asyncio.gather(*workers)
-        except BaseException:
-            for task in workers:
-                task.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
-            raise
+        await run_workers(worker, self.config.concurrency)
 
     async def complete_all(self, requests: Sequence[ChatRequest], parse: Parse | None = None) -> list[Outcome]:
         """The outcomes in request order."""
@@ -481,6 +474,19 @@ class LLMClient:
     def _scrub(self, text: str) -> str:
         """Some endpoints quote part of a wrong key back; never let the key travel on in a message."""
         return text.replace(self._key, "***") if self._key else text
+
+
+async def run_workers(worker: Callable[[], Awaitable[None]], count: int) -> None:
+    """Run `count` copies of a worker coroutine (they share one iterator of work); if one fails or
+    the run is cancelled, the others are cancelled too before the error goes on."""
+    tasks = [asyncio.create_task(worker()) for _ in range(count)]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 def run_sync(coroutine: Awaitable[Any]) -> Any:
