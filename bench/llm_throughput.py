@@ -1,5 +1,5 @@
-"""Throughput, memory and kill-resume of the LLM client (`generate.llm.LLMClient`) against the local
-OpenAI-compatible server (`generate.mock_server`, run as its own process on 127.0.0.1).
+"""Throughput, memory and kill-resume of the LLM client (`fcbench.llm.client.LLMClient`) against the local
+OpenAI-compatible server (`fcbench.llm.mock_server`, run as its own process on 127.0.0.1).
 
 1. Throughput: --requests chat requests (default 2,000), each held --latency-ms by the server
    (default 200 ms), with --concurrency C (default 50), through the openai SDK with the SQLite
@@ -33,8 +33,8 @@ import urllib.request
 from pathlib import Path
 
 from fcbench.config import LLMConfig
-from generate.cache import RequestCache
-from generate.llm import ChatRequest, LLMClient, LLMReply
+from fcbench.llm.cache import RequestCache
+from fcbench.llm.client import ChatRequest, LLMClient, LLMReply
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -58,7 +58,7 @@ def requests(count: int):
 
 
 def start_server(latency_ms: float) -> tuple[subprocess.Popen[str], str]:
-    server = subprocess.Popen([sys.executable, "-m", "generate.mock_server", "--port", "0",
+    server = subprocess.Popen([sys.executable, "-m", "fcbench.llm.mock_server", "--port", "0",
                                "--latency-ms", str(latency_ms)], cwd=REPO, stdout=subprocess.PIPE, text=True)
     assert server.stdout is not None
     match = re.search(r"(http://127\.0\.0\.1:\d+/v1)", server.stdout.readline())

@@ -389,7 +389,7 @@ def mock_llm(
     arguments, and any other request an echo of the last user message. Ctrl-C stops it."""
     import os
 
-    from generate.mock_server import run_foreground
+    from fcbench.llm.mock_server import run_foreground
 
     api_key = None
     if require_key_env is not None:
@@ -788,7 +788,7 @@ def evaluate(
     finished samples are skipped and answered turns are replayed from the request cache."""
     from rich.progress import Progress
 
-    from generate.evaluate import evaluate_pipeline
+    from fcbench.evaluate.runner import evaluate_pipeline
 
     config = _load_pipeline(pipeline, file)
     with Progress(console=Console(stderr=True), transient=True, disable=as_json) as progress:

@@ -50,7 +50,7 @@ def _semantic_check(pipeline: PipelineConfig, offline: bool):
     warning, so an offline build (the bundled example) still filters by execution alone."""
     if pipeline.llm is None or offline:
         return None
-    from generate.llm import resolve_endpoint
+    from fcbench.llm.client import resolve_endpoint
     from generate.semantic_check import SemanticCheck
     from generate.stage1 import CACHE_FILE
 

@@ -25,9 +25,10 @@ from typing import Any, Sequence
 
 from fcbench.config import LLMConfig
 from fcbench.sample import Sample
-from generate.llm import ChatRequest, Completion, LLMClient, LLMRejection, ParseError
+from fcbench.llm.client import ChatRequest, Completion, LLMClient, LLMRejection, ParseError
 from generate.slots import user_query
-from generate.stage1 import PROMPTS, PromptFile
+from fcbench.llm.prompts import PromptFile
+from generate.stage1 import PROMPTS
 
 RESPONSE_CHARS = 1500  # a response is cut to this many characters in a question: enough to judge
 
@@ -135,7 +136,7 @@ class SemanticCheck:
         return asyncio.run(self._run(samples))
 
     async def _run(self, samples: Sequence[Sample]) -> list[SemanticVerdict]:
-        from generate.cache import RequestCache
+        from fcbench.llm.cache import RequestCache
 
         cache = RequestCache(self.cache_path)
         try:

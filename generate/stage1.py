@@ -17,9 +17,7 @@ byte-identical drafts.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
-import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +29,7 @@ from fcbench.config import PipelineConfig
 from fcbench.environments import Environment
 from fcbench.errors import UserError
 from fcbench.jsonl import write_json, write_json_lines
+from fcbench.llm.prompts import PromptFile
 from fcbench.references import format_reference
 from fcbench.sample import Call, Provenance, Sample, Tool, path_shape, sample_to_dict
 from fcbench.validate import validate_record
@@ -56,30 +55,6 @@ class Stage1Paths:
     @classmethod
     def in_dir(cls, build_dir: Path) -> "Stage1Paths":
         return cls(build_dir / "drafts.jsonl", build_dir / "drafts.rejects.jsonl", build_dir / "stage1.summary.json")
-
-
-@dataclass(frozen=True)
-class PromptFile:
-    path: Path
-    text: str
-    sha256: str
-    shown_as: str  # as recorded in provenance: relative to the pipelines file when inside it
-
-    @classmethod
-    def load(cls, path: Path, base: Path) -> "PromptFile":
-        data = path.read_bytes()
-        try:
-            shown = os.path.relpath(path, base)
-        except ValueError:  # another drive (Windows)
-            shown = str(path)
-        return cls(path, data.decode("utf-8"), hashlib.sha256(data).hexdigest(), shown if not shown.startswith("..") else str(path))
-
-    def render(self, **values: str) -> str:
-        """`{{name}}` markers replaced (prompt texts hold JSON braces, so no str.format)."""
-        text = self.text
-        for name, value in values.items():
-            text = text.replace("{{" + name + "}}", value)
-        return text
 
 
 @dataclass
@@ -269,8 +244,8 @@ def _offline_sample(pipeline: PipelineConfig, index: int, subset: ToolSubset, of
 # ---------------------------------------------------------------------------------- LLM path
 def _run_llm(pipeline: PipelineConfig, tools: list[Tool], subsets: Sequence[ToolSubset | None],
              environment: Environment) -> tuple[list[Sample | dict[str, Any] | None], dict[str, Any]]:
-    from generate.cache import RequestCache
-    from generate.llm import LLMClient
+    from fcbench.llm.cache import RequestCache
+    from fcbench.llm.client import LLMClient
 
     base = pipeline.resolve(".")
     prompts = (PromptFile.load(QUERY_PROMPT, base), PromptFile.load(SOLVE_PROMPT, base))
@@ -296,7 +271,7 @@ async def _none() -> None:
 
 def parse_query(completion: Any) -> str:
     """The query out of the model's JSON answer; `ParseError` (re-asked, then rejected) otherwise."""
-    from generate.llm import ParseError
+    from fcbench.llm.client import ParseError
 
     text = (completion.content or "").strip()
     if text.startswith("```"):  # a fenced block is still the JSON we asked for
@@ -314,7 +289,7 @@ def parse_query(completion: Any) -> str:
 @dataclass
 class LLMDrafter:
     pipeline: PipelineConfig
-    client: Any  # generate.llm.LLMClient
+    client: Any  # fcbench.llm.client.LLMClient
     environment: Environment
     prompts: tuple[PromptFile, PromptFile]
     failed_calls: Counter[str] = field(default_factory=Counter)
@@ -345,7 +320,7 @@ class LLMDrafter:
         )
 
     async def _write_query(self, index: int, offered: Sequence[Tool]) -> str:
-        from generate.llm import ChatRequest, LLMRejection
+        from fcbench.llm.client import ChatRequest, LLMRejection
 
         prompt = self.prompts[0]
         specs = json.dumps([openai_tool_param(tool) for tool in offered], ensure_ascii=False, indent=1)
@@ -359,7 +334,7 @@ class LLMDrafter:
 
     async def _solve(self, index: int, query: str, offered: Sequence[Tool]) -> tuple[list[list[Call]], str, list[str]]:
         """The function-calling loop: one step per answer with tool calls, until a text answer."""
-        from generate.llm import ChatRequest, LLMRejection, assistant_message, tool_call_ids, tool_message
+        from fcbench.llm.client import ChatRequest, LLMRejection, assistant_message, tool_call_ids, tool_message
 
         prompt = self.prompts[1]
         names = {tool.name for tool in offered}

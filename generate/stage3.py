@@ -41,7 +41,8 @@ from fcbench.jsonl import write_json, write_json_lines
 from fcbench.references import parse_reference
 from fcbench.sample import Call, Provenance, Sample, sample_to_dict
 from generate.slots import ValuePools, load_value_pools, slot_value_problem, substitute_slots, user_query
-from generate.stage1 import CACHE_FILE, PROMPTS, PromptFile, parse_query, value_pools_path
+from fcbench.llm.prompts import PromptFile
+from generate.stage1 import CACHE_FILE, PROMPTS, parse_query, value_pools_path
 
 REWRITE_PROMPT = PROMPTS / "stage3_rewrite.txt"
 FILL_PROMPT = PROMPTS / "stage3_fill.txt"
@@ -299,7 +300,7 @@ def path_shape_text(template: Sample) -> str:
 
 def parse_fill(template: Sample):
     """A parser for the fill answer: one tool call per call of the path, same tools, same order."""
-    from generate.llm import ParseError
+    from fcbench.llm.client import ParseError
 
     expected = [call for step in template.calls for call in step]
 
@@ -358,7 +359,7 @@ class LLMGeneralizer:
         return outcome
 
     async def _variant(self, template: Sample, number: int) -> Sample | dict[str, Any]:
-        from generate.llm import ChatRequest, LLMRejection
+        from fcbench.llm.client import ChatRequest, LLMRejection
 
         variant_id = f"{template.id}-v{number}"
         index = number - 1
@@ -390,8 +391,8 @@ class LLMGeneralizer:
 
 def _run_llm(pipeline: PipelineConfig, templates: list[Sample], pools: ValuePools | None,
              environment: Environment | None) -> tuple[_Outcome, dict[str, Any]]:
-    from generate.cache import RequestCache
-    from generate.llm import LLMClient
+    from fcbench.llm.cache import RequestCache
+    from fcbench.llm.client import LLMClient
 
     base = pipeline.resolve(".")
     rewrite, fill = PromptFile.load(REWRITE_PROMPT, base), PromptFile.load(FILL_PROMPT, base)

@@ -18,9 +18,9 @@ from fcbench.environments.python_env import PythonEnvironment
 from fcbench.execution import execute_gold_path
 from fcbench.pipeline import run_filter_stage
 from fcbench.sample import Call, Sample, sample_to_dict
-from generate.cache import RequestCache
-from generate.llm import LLMClient
-from generate.mock_server import MockLLMServer
+from fcbench.llm.cache import RequestCache
+from fcbench.llm.client import LLMClient
+from fcbench.llm.mock_server import MockLLMServer
 from generate.semantic_check import QUESTIONS, SemanticCheck, semantic_verdicts
 
 REPO = Path(__file__).resolve().parents[2]

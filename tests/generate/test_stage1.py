@@ -29,7 +29,7 @@ from fcbench.references import parse_reference
 from fcbench.sample import Sample, path_shape, sample_to_dict
 from fcbench.validate import validate_record
 from generate.graph_sampler import DEFAULT_PHRASES, build_feed_graph, matched_prefix, output_fields
-from generate.mock_server import MockLLMServer
+from fcbench.llm.mock_server import MockLLMServer
 from generate.slots import load_value_pools
 from generate.stage1 import QUERY_PROMPT, reference_earlier_outputs, run_stage1
 

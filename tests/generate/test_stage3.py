@@ -24,7 +24,7 @@ from fcbench.formats import read_samples
 from fcbench.references import parse_reference
 from fcbench.sample import Call, Sample, sample_to_dict
 from fcbench.validate import validate_record
-from generate.mock_server import MockLLMServer
+from fcbench.llm.mock_server import MockLLMServer
 from generate.slots import detect_slot_instances, load_value_pools, substitute_slots, user_query
 from generate.stage1 import run_stage1
 from generate.stage3 import VariantRejected, check_variant, make_variant, run_stage3

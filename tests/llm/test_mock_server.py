@@ -18,7 +18,7 @@ import openai
 import pytest
 
 from fcbench.errors import UserError
-from generate.mock_server import (
+from fcbench.llm.mock_server import (
     MockLLMServer,
     Reply,
     load_script,

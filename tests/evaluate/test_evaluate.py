@@ -28,7 +28,7 @@ from fcbench.export import run_export_stage
 from fcbench.formats import read_samples, write_samples
 from fcbench.sample import Sample
 from fcbench.score.complexeval import gold_steps_with_values
-from generate.evaluate import (
+from fcbench.evaluate.runner import (
     assistant_message,
     evaluate,
     model_slug,
@@ -36,8 +36,8 @@ from generate.evaluate import (
     saved_trajectories,
     tool_call_ids,
 )
-from generate.llm import Completion, ToolCall
-from generate.mock_server import MockLLMServer
+from fcbench.llm.client import Completion, ToolCall
+from fcbench.llm.mock_server import MockLLMServer
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "datasets" / "complexfuncbench-example" / "trips.jsonl"

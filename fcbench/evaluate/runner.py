@@ -47,8 +47,8 @@ from fcbench.score.complexeval import (
     ComplexEvalSession,
     score_complexeval,
 )
-from generate.cache import RequestCache, canonical_json
-from generate.llm import (ChatRequest, LLMClient, LLMRejection, ToolCall, assistant_message, tool_call_ids,
+from fcbench.llm.cache import RequestCache, canonical_json
+from fcbench.llm.client import (ChatRequest, LLMClient, LLMRejection, ToolCall, assistant_message, tool_call_ids,
                           run_workers, tool_message)
 
 EVAL_DIR = "eval"

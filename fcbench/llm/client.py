@@ -38,9 +38,9 @@ import openai
 
 from fcbench.config import LLMConfig
 from fcbench.errors import UserError
-from generate.accounting import RunAccounting, Usage
-from generate.cache import RequestCache, cache_key, canonical_json
-from generate.http_transport import HTTP_LIBRARY, LOOPBACK_HOSTS, LocalHTTPTransport, uses_local_transport
+from fcbench.llm.accounting import RunAccounting, Usage
+from fcbench.llm.cache import RequestCache, cache_key, canonical_json
+from fcbench.llm.http_transport import HTTP_LIBRARY, LOOPBACK_HOSTS, LocalHTTPTransport, uses_local_transport
 
 log = logging.getLogger(__name__)
 

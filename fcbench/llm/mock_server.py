@@ -469,7 +469,7 @@ def run_foreground(port: int = 0, script: Path | None = None, latency_ms: float 
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """`python -m generate.mock_server`: what `build-dataset mock-llm` runs (used by the benchmark)."""
+    """`python -m fcbench.llm.mock_server`: what `build-dataset mock-llm` runs (used by the benchmark)."""
     parser = argparse.ArgumentParser(description="Local OpenAI-compatible mock LLM server.")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--script", type=Path)

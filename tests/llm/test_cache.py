@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from fcbench.config import LLMConfig
-from generate.cache import RequestCache, cache_key, canonical_json
-from generate.llm import ChatRequest, LLMClient
-from generate.mock_server import MockLLMServer
+from fcbench.llm.cache import RequestCache, cache_key, canonical_json
+from fcbench.llm.client import ChatRequest, LLMClient
+from fcbench.llm.mock_server import MockLLMServer
 
 REPO = Path(__file__).resolve().parents[2]
 BASE = ChatRequest(messages=[{"role": "user", "content": "Plan a trip to Kyoto"}],
@@ -91,8 +91,8 @@ def test_each_answer_is_in_the_cache_as_soon_as_it_arrives(tmp_path: Path) -> No
 CLIENT = """
 import asyncio, sys
 from fcbench.config import LLMConfig
-from generate.cache import RequestCache
-from generate.llm import ChatRequest, LLMClient
+from fcbench.llm.cache import RequestCache
+from fcbench.llm.client import ChatRequest, LLMClient
 
 base_url, cache_path, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 

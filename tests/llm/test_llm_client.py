@@ -18,8 +18,8 @@ import pytest
 
 from fcbench.config import LLMConfig, PricesConfig
 from fcbench.errors import UserError
-from generate.cache import RequestCache
-from generate.llm import (
+from fcbench.llm.cache import RequestCache
+from fcbench.llm.client import (
     ChatRequest,
     Completion,
     LLMClient,
@@ -30,7 +30,7 @@ from generate.llm import (
     parse_retry_after,
     resolve_endpoint,
 )
-from generate.mock_server import MockLLMServer, Reply, rule_from_dict
+from fcbench.llm.mock_server import MockLLMServer, Reply, rule_from_dict
 
 FAKE_KEY = "sk-fcbench-FAKE-7f3a9c1e5b"  # recognisable, so it can be searched for in everything written
 FAST = RetryPolicy(max_retries=2, base_delay_s=0.01, max_delay_s=0.05, parse_attempts=3)
@@ -435,7 +435,7 @@ def test_a_slow_endpoint_times_out_is_retried_then_rejected() -> None:
 
 
 def test_the_sdk_default_transport_is_kept_for_remote_and_https_endpoints() -> None:
-    from generate.llm import uses_local_transport
+    from fcbench.llm.client import uses_local_transport
 
     assert uses_local_transport("http://127.0.0.1:8000/v1") and uses_local_transport("http://localhost:11434/v1")
     assert not uses_local_transport("https://api.openai.com/v1")
@@ -443,7 +443,7 @@ def test_the_sdk_default_transport_is_kept_for_remote_and_https_endpoints() -> N
 
 
 def test_display_url_drops_credentials_and_query_strings():
-    from generate.llm import display_url
+    from fcbench.llm.client import display_url
 
     assert display_url("https://user:s3cret@api.example.com:8443/v1?api-key=s3cret#x") == "https://api.example.com:8443/v1"
     assert display_url("http://127.0.0.1:8000/v1") == "http://127.0.0.1:8000/v1"

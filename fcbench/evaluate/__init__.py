@@ -1,0 +1,1 @@
+"""Model evaluation: runs a model on an exported benchmark with the ComplexEval protocol and scores it."""
