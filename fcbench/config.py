@@ -42,6 +42,19 @@ class _Config(BaseModel):
 
 
 # ---------------------------------------------------------------------------------------- sections
+class RayConfig(_Config):
+    """Where `backend: ray` runs python tools. Without `address` the command starts a local Ray
+    cluster on 127.0.0.1 and stops it when done; with one (`ray://host:10001`, `host:6379` or
+    `auto`) it joins that cluster, whose nodes must have fcbench installed and the tool module
+    at the same path."""
+
+    address: str | None = None
+    num_cpus: int | None = Field(None, ge=1)  # local cluster only; default: `environment.workers`
+    paths_per_task: int = Field(256, ge=1)  # gold paths per Ray task (one batch)
+    max_retries: int = Field(3, ge=0)  # resubmissions of a batch whose Ray worker died
+    object_store_mb: int = Field(100, ge=75)  # local cluster only (Ray's minimum is 75 MB)
+
+
 class EnvironmentConfig(_Config):
     """Where tool calls are executed: Python implementations, recorded responses, or an HTTP API."""
 
@@ -52,12 +65,18 @@ class EnvironmentConfig(_Config):
     timeout_s: float = Field(10.0, gt=0)
     memory_mb: int = Field(512, gt=0)
     workers: int = Field(2, ge=1)
+    # python only: `local` = the worker pool of this machine; `ray` = the same workers driven by
+    # Ray tasks (see `ray:`), for clusters
+    backend: Literal["local", "ray"] = "local"
+    ray: RayConfig = Field(default_factory=RayConfig)
 
     @model_validator(mode="after")
     def _kind_has_its_source(self) -> EnvironmentConfig:
         needed = {"python": "module", "recorded": "responses", "http": "base_url"}[self.kind]
         if getattr(self, needed) is None:
             raise ValueError(f"environment kind {self.kind!r} needs {needed!r}")
+        if self.backend == "ray" and self.kind != "python":
+            raise ValueError(f"backend 'ray' runs python tools; kind {self.kind!r} needs backend 'local'")
         return self
 
 

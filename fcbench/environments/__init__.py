@@ -148,6 +148,8 @@ class PathRun:
         """The run as the worker sends it: per call `[true, response]` or `[false, error, reason,
         response shown with the error]`. Labels, names and arguments are not sent: the parent has
         the path, and re-resolves the arguments from the responses when it needs them."""
+        if self._compact is not None:  # decoded from a worker and never expanded: already compact
+            return [list(item) for item in self._compact]
         compact: list[Any] = []
         for run in self.runs:
             outcome = run.outcome

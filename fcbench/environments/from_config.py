@@ -36,6 +36,8 @@ def open_environment(pipeline: PipelineConfig, samples: Sequence[Sample]) -> Env
         if not settings.module:
             raise UserError(f"pipeline {pipeline.name!r}: a python environment needs `module:`")
         try:
+            if settings.backend == "ray":
+                return _ray_environment(pipeline, tools)
             return PythonEnvironment(pipeline.resolve(settings.module), tools, workers=settings.workers,
                                      timeout=settings.timeout_s, memory_limit_mb=settings.memory_mb,
                                      seed=pipeline.seed)
@@ -51,3 +53,16 @@ def open_environment(pipeline: PipelineConfig, samples: Sequence[Sample]) -> Env
     from fcbench.environments.http_env import HttpEnvironment
 
     return HttpEnvironment(tools, base_url=settings.base_url, timeout=settings.timeout_s)
+
+
+def _ray_environment(pipeline: PipelineConfig, tools: Sequence[Tool]) -> Environment:
+    """`backend: ray`: the same worker subprocesses, driven by Ray tasks (see ray_backend.py)."""
+    from fcbench.environments.ray_backend import RayEnvironment
+
+    settings = pipeline.environment
+    assert settings is not None and settings.module is not None
+    ray = settings.ray
+    return RayEnvironment(pipeline.resolve(settings.module), tools, address=ray.address,
+                          num_cpus=ray.num_cpus or settings.workers, paths_per_task=ray.paths_per_task,
+                          max_retries=ray.max_retries, object_store_mb=ray.object_store_mb,
+                          timeout=settings.timeout_s, memory_limit_mb=settings.memory_mb, seed=pipeline.seed)
