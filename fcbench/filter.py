@@ -204,7 +204,7 @@ def run_filter(items: Iterable[Sample | Rejected], environment: Environment, set
     paths.journal.parent.mkdir(parents=True, exist_ok=True)
     with open(paths.journal, "a", encoding="utf-8") as journal:
         pending = [(key, item) for key, item in zip(keys, items) if key not in done]
-        for batch in _batches(pending, batch_size):
+        for batch in _batches(pending, max(batch_size, environment.min_batch_paths)):
             for key, entry in _decide_batch(batch, environment, settings, comparison, semantic_check):
                 done[key] = entry
                 journal.write(dumps_line(entry) + "\n")

@@ -149,7 +149,7 @@ class PathRun:
         response shown with the error]`. Labels, names and arguments are not sent: the parent has
         the path, and re-resolves the arguments from the responses when it needs them."""
         if self._compact is not None:  # decoded from a worker and never expanded: already compact
-            return [list(item) for item in self._compact]
+            return list(self._compact)
         compact: list[Any] = []
         for run in self.runs:
             outcome = run.outcome
@@ -271,6 +271,10 @@ def paused_gc() -> Iterator[None]:
 
 class Environment(ABC):
     """Where tool calls are answered. Context-managed; `call` never raises for a bad tool."""
+
+    # Paths per `iter_run_paths` call below which the environment idles between calls (a remote
+    # backend pays a round trip per call); a bulk caller batches at least this many. 0: any.
+    min_batch_paths = 0
 
     @abstractmethod
     def call(self, name: str, arguments: Mapping[str, Any]) -> CallOutcome: ...

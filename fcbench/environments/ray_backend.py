@@ -20,13 +20,10 @@ every batch decided before, so a re-run resumes and converges to the same files.
 
 from __future__ import annotations
 
-import atexit
-import hashlib
 import json
 import logging
 import os
-import pickle
-from collections import OrderedDict
+from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
@@ -50,51 +47,38 @@ class RayBatchLost(UserError):
 
 # --- inside a Ray worker process ---------------------------------------------------------------
 
-_ENVIRONMENTS: "OrderedDict[str, PythonEnvironment]" = OrderedDict()
-_KEPT_ENVIRONMENTS = 2  # tool modules kept warm per Ray worker process
 
+class PathRunner:
+    """A Ray actor (one per CPU) owning a one-worker pool: its worker subprocess imports the tool
+    module once and serves every batch the actor gets. Actor calls, not plain tasks: a call costs
+    no scheduling lease, which is most of a small batch's overhead."""
 
-def _environment(key: str, config: Mapping[str, Any]) -> PythonEnvironment:
-    """The one-worker pool for this configuration, started at the first task and kept for the
-    next ones (a worker subprocess imports the tool module once, not once per batch)."""
-    environment = _ENVIRONMENTS.get(key)
-    if environment is None:
-        environment = PythonEnvironment(config["module"], config["schemas"], workers=1, timeout=config["timeout"],
-                                        memory_limit_mb=config["memory_limit_mb"], seed=config["seed"],
-                                        isolate_network=config["isolate_network"])
-        _ENVIRONMENTS[key] = environment
-        while len(_ENVIRONMENTS) > _KEPT_ENVIRONMENTS:
-            _ENVIRONMENTS.popitem(last=False)[1].close()
-    _ENVIRONMENTS.move_to_end(key)
-    return environment
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self.environment = PythonEnvironment(config["module"], config["schemas"], workers=1, timeout=config["timeout"],
+                                             memory_limit_mb=config["memory_limit_mb"], seed=config["seed"],
+                                             isolate_network=config["isolate_network"])
 
+    def hello(self) -> dict[str, Any]:
+        environment = self.environment
+        return {"tools": environment.tool_names, "network_isolated": environment.network_isolated,
+                "memory_capped": environment.memory_capped}
 
-@atexit.register
-def _close_environments() -> None:
-    while _ENVIRONMENTS:
-        _ENVIRONMENTS.popitem()[1].close()
+    def run_paths(self, paths: Sequence[Any]) -> tuple[bytes, int]:
+        """Run a batch of paths (plain `(label, name, arguments)` triples); the answers as one
+        JSON array of compact runs, and how many worker subprocesses were replaced meanwhile."""
+        environment = self.environment
+        replaced = environment.replaced_workers
+        planned = [[[PlannedCall(*call) for call in step] for step in path] for path in paths]
+        runs = environment.run_paths(planned)
+        answers = json.dumps([run.to_compact() for run in runs], ensure_ascii=False).encode()
+        return answers, environment.replaced_workers - replaced
 
+    def call_step(self, calls: Sequence[tuple[str, Mapping[str, Any]]]) -> bytes:
+        outcomes = self.environment.call_step(calls)
+        return json.dumps([outcome.to_json() for outcome in outcomes], ensure_ascii=False).encode()
 
-def hello_task(key: str, config: Mapping[str, Any]) -> dict[str, Any]:
-    environment = _environment(key, config)
-    return {"tools": environment.tool_names, "network_isolated": environment.network_isolated,
-            "memory_capped": environment.memory_capped}
-
-
-def run_paths_task(key: str, config: Mapping[str, Any], paths: Sequence[Any]) -> tuple[bytes, int]:
-    """Run a batch of paths (plain `(label, name, arguments)` triples); the answers as one JSON
-    array of compact runs, and how many worker subprocesses had to be replaced meanwhile."""
-    environment = _environment(key, config)
-    replaced = environment.replaced_workers
-    planned = [[[PlannedCall(*call) for call in step] for step in path] for path in paths]
-    runs = environment.run_paths(planned)
-    answers = json.dumps([run.to_compact() for run in runs], ensure_ascii=False).encode()
-    return answers, environment.replaced_workers - replaced
-
-
-def call_step_task(key: str, config: Mapping[str, Any], calls: Sequence[tuple[str, Mapping[str, Any]]]) -> bytes:
-    outcomes = _environment(key, config).call_step(calls)
-    return json.dumps([outcome.to_json() for outcome in outcomes], ensure_ascii=False).encode()
+    def close(self) -> None:
+        self.environment.close()
 
 
 # --- in the driver -----------------------------------------------------------------------------
@@ -114,7 +98,7 @@ def _import_ray(local_cluster: bool) -> Any:
 
 
 class RayEnvironment(Environment):
-    """The python environment's tools, run by Ray tasks that each drive a worker subprocess."""
+    """The python environment's tools, run by Ray actors that each drive a worker subprocess."""
 
     def __init__(
         self,
@@ -141,14 +125,15 @@ class RayEnvironment(Environment):
             schemas = {tool.name: tool.parameters for tool in tools}
         self._config = {"module": str(self.module), "schemas": schemas, "timeout": timeout,
                         "memory_limit_mb": memory_limit_mb, "seed": seed, "isolate_network": isolate_network}
-        self._key = hashlib.sha256(pickle.dumps(sorted(self._config.items(), key=lambda item: item[0]))).hexdigest()
         self.paths_per_task = paths_per_task
         self.max_retries = max_retries
         self.retried_batches = 0  # batches submitted again after their Ray worker died
-        self.replaced_workers = 0  # worker subprocesses replaced inside the Ray tasks (timeouts, crashes)
-        self.tasks = 0
+        self.replaced_workers = 0  # worker subprocesses replaced inside the actors (timeouts, crashes)
+        self.tasks = 0  # batches sent
+        self.min_batch_paths = 0  # set once the cluster's CPUs are known
         self._ray = _import_ray(local_cluster=address is None)
         self._owns_connection = False
+        self._actors: list[Any] = []
         self._closed = False
         ray = self._ray
         if not ray.is_initialized():
@@ -163,16 +148,17 @@ class RayEnvironment(Environment):
                     raise EnvironmentStartError(f"cannot join the Ray cluster at {address}: {exc}") from None
             self._owns_connection = True
         try:
-            # the configuration travels once into the object store, not with every task
-            self._config_ref = ray.put(self._config)
-            self._hello = ray.remote(max_retries=0)(hello_task)
-            self._run_paths = ray.remote(max_retries=0)(run_paths_task)
-            self._call_step = ray.remote(max_retries=0)(call_step_task)
+            # actors are not restarted by Ray: a dead one is replaced here and its batch sent again
+            self._actor_class = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(PathRunner)
             self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+            self._actors = [self._actor_class.remote(self._config) for _ in range(self.cpus)]
+            # enough full batches to queue IN_FLIGHT_PER_CPU on every actor
+            self.min_batch_paths = paths_per_task * self.cpus * IN_FLIGHT_PER_CPU
+            hellos = [actor.hello.remote() for actor in self._actors]
             try:
-                hello = ray.get(self._hello.remote(self._key, self._config_ref))
-            except ray.exceptions.RayTaskError as exc:
-                raise EnvironmentStartError(str(getattr(exc, "cause", exc))) from None
+                hello = ray.get(hellos)[0]
+            except ray.exceptions.RayError as exc:
+                raise EnvironmentStartError(_cause(exc)) from None
         except BaseException:
             self.close()
             raise
@@ -186,79 +172,99 @@ class RayEnvironment(Environment):
         return self.call_step([(name, arguments)])[0]
 
     def call_step(self, calls: Sequence[tuple[str, Mapping[str, Any]]]) -> list[CallOutcome]:
+        self._check_open()
+        ray = self._ray
         plain = [(name, dict(arguments)) for name, arguments in calls]
-        answers = self._get_with_retries(lambda: self._call_step.remote(self._key, self._config_ref, plain),
-                                         f"a step of {len(calls)} call(s)")
-        return [CallOutcome.from_json(answer) for answer in json.loads(answers)]
+        for attempt in range(self.max_retries + 1):
+            slot = attempt % len(self._actors)
+            actor = self._actors[slot]
+            try:
+                answers = ray.get(actor.call_step.remote(plain))
+                return [CallOutcome.from_json(answer) for answer in json.loads(answers)]
+            except ray.exceptions.RayActorError as exc:
+                if attempt == self.max_retries:
+                    raise RayBatchLost(f"Ray lost a step of {len(calls)} call(s) {attempt + 1} times: {_cause(exc)}") from None
+                self.retried_batches += 1
+                self._replace(slot, actor)
+            except ray.exceptions.RayError as exc:
+                raise RayBatchLost(f"Ray failed on a step of {len(calls)} call(s): {_cause(exc)}") from None
+        raise AssertionError("unreachable")
 
     def iter_run_paths(self, paths: Sequence[Sequence[Sequence[PlannedCall]]]) -> Iterator[tuple[int, PathRun]]:
-        """Batches of paths as Ray tasks, at most a few per CPU queued at once; `(index, run)`
-        yielded as each batch comes back."""
-        if self._closed:
-            raise RuntimeError("the ray environment is closed")
+        """Batches of paths as actor calls, a few queued per actor so none idles between batches;
+        `(index, run)` yielded as each batch comes back."""
+        self._check_open()
         ray = self._ray
-        # spread a small request over every CPU rather than filling one batch
-        size = max(1, min(self.paths_per_task, -(-len(paths) // self.cpus)))
-        spans = iter([(start, min(start + size, len(paths))) for start in range(0, len(paths), size)])
-        in_flight: dict[Any, tuple[int, int]] = {}
+        # spread a small request over every actor rather than filling one batch
+        size = max(1, min(self.paths_per_task, -(-len(paths) // len(self._actors))))
+        spans = deque((start, min(start + size, len(paths))) for start in range(0, len(paths), size))
+        in_flight: dict[Any, tuple[int, Any, tuple[int, int]]] = {}  # ref -> (actor slot, actor, span)
+        queued = [0] * len(self._actors)
         attempts: dict[tuple[int, int], int] = {}
         try:
-            while True:
-                while len(in_flight) < self.cpus * IN_FLIGHT_PER_CPU:
-                    span = next(spans, None)
-                    if span is None:
-                        break
-                    in_flight[self._submit(paths, span)] = span
-                if not in_flight:
-                    return
+            while spans or in_flight:
+                for slot in range(len(self._actors)):
+                    while spans and queued[slot] < IN_FLIGHT_PER_CPU:
+                        span = spans.popleft()
+                        in_flight[self._submit(slot, paths, span)] = (slot, self._actors[slot], span)
+                        queued[slot] += 1
                 done, _ = ray.wait(list(in_flight), num_returns=1)
-                span = in_flight.pop(done[0])
+                slot, actor, span = in_flight.pop(done[0])
+                queued[slot] -= 1
                 try:
                     answers, replaced = ray.get(done[0])
-                except ray.exceptions.RayTaskError as exc:  # the task itself raised: not worth retrying
-                    raise RayBatchLost(f"Ray task failed on paths {span[0]}-{span[1] - 1}: "
-                                       f"{getattr(exc, 'cause', exc)}") from None
-                except ray.exceptions.RayError as exc:  # the worker or its node died: run the batch again
+                except ray.exceptions.RayActorError as exc:  # the actor's process died: run the batch again
                     attempts[span] = attempts.get(span, 0) + 1
                     if attempts[span] > self.max_retries:
                         raise RayBatchLost(f"Ray lost paths {span[0]}-{span[1] - 1} {attempts[span]} times "
-                                           f"({type(exc).__name__}); re-run the command to resume") from None
+                                           f"({_cause(exc)}); re-run the command to resume") from None
                     self.retried_batches += 1
-                    in_flight[self._submit(paths, span)] = span
+                    self._replace(slot, actor)  # its other queued batches fail too and come back here
+                    spans.appendleft(span)
                     continue
+                except ray.exceptions.RayError as exc:  # the actor method itself raised: a bug, not a fault
+                    raise RayBatchLost(f"Ray failed on paths {span[0]}-{span[1] - 1}: {_cause(exc)}") from None
                 self.replaced_workers += replaced
                 for offset, answer in enumerate(json.loads(answers)):
                     index = span[0] + offset
                     yield index, PathRun.from_compact(answer, paths[index])
         finally:
             for ref in in_flight:  # the caller stopped early: drop what is still queued
-                ray.cancel(ref, force=False)
+                ray.cancel(ref)
 
-    def _submit(self, paths: Sequence[Sequence[Sequence[PlannedCall]]], span: tuple[int, int]) -> Any:
+    def _submit(self, slot: int, paths: Sequence[Sequence[Sequence[PlannedCall]]], span: tuple[int, int]) -> Any:
         # plain tuples: cheaper to pickle than NamedTuples
         plain = [[[(call.label, call.name, call.arguments) for call in step] for step in paths[index]]
                  for index in range(*span)]
         self.tasks += 1
-        return self._run_paths.remote(self._key, self._config_ref, plain)
+        return self._actors[slot].run_paths.remote(plain)
 
-    def _get_with_retries(self, submit: Any, what: str) -> Any:
-        ray = self._ray
-        for attempt in range(self.max_retries + 1):
-            try:
-                return ray.get(submit())
-            except ray.exceptions.RayTaskError as exc:
-                raise RayBatchLost(f"Ray task failed on {what}: {getattr(exc, 'cause', exc)}") from None
-            except ray.exceptions.RayError as exc:
-                if attempt == self.max_retries:
-                    raise RayBatchLost(f"Ray lost {what} {attempt + 1} times ({type(exc).__name__})") from None
-                self.retried_batches += 1
-        raise AssertionError("unreachable")
+    def _replace(self, slot: int, dead: Any) -> None:
+        """A fresh actor in place of a dead one, once: the dead actor's other queued batches fail
+        too, and find it replaced already."""
+        if self._actors[slot] is dead:
+            self._ray.kill(dead, no_restart=True)
+            self._actors[slot] = self._actor_class.remote(self._config)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("the ray environment is closed")
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
+        ray = self._ray
+        if ray.is_initialized():
+            for actor in self._actors:  # their worker subprocesses end with them
+                ray.kill(actor, no_restart=True)
+        self._actors = []
         if self._owns_connection:
-            # a local cluster we started stops here (its workers, and their worker subprocesses,
-            # with it); for an existing cluster this only disconnects this driver
-            self._ray.shutdown()
+            # a local cluster we started stops here; for an existing cluster this only
+            # disconnects this driver
+            ray.shutdown()
+
+
+def _cause(exc: BaseException) -> str:
+    cause = getattr(exc, "cause", None)
+    return str(cause if cause is not None else exc).strip().splitlines()[-1][:500]
