@@ -15,15 +15,19 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from itertools import combinations
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+from annotate.agreement import ACCEPT, REJECT, PairAgreement, UnitAgreement
 from annotate.checks import CheckOutcome, check_correction
 from annotate.client import Connection, ServerError, server_errors
 from annotate.problems import NOT_ERRORS, Problem, ProblemCode
 from annotate.qa import Agreement, SampleDiff, agreement, diff_sample
+from annotate.render import last_user_text
 from annotate.tasks import (Correction, JuniorAnswer, SeniorAnswer, ToolCatalog, build_junior_correction,
                             build_senior_correction, draft_of)
+from annotate.team import ASSIGNED_FIELD, OVERLAP_FIELD
 from fcbench.environments import Environment
 from fcbench.sample import Sample
 
@@ -46,7 +50,7 @@ class AnnotationInfo:
 class TaskOutcome:
     task_id: int
     sample_id: str | None
-    status: str  # gold | rejected | pending | cancelled
+    status: str  # gold | rejected | pending | cancelled | adjudication (a team disagreed)
     task_data: dict[str, Any]
     sample: Sample | None = None
     problems: list[Problem] = field(default_factory=list)
@@ -55,6 +59,8 @@ class TaskOutcome:
     correction: Correction | None = None
     diff: SampleDiff | None = None
     agreements: list[tuple[AnnotationInfo, Agreement]] = field(default_factory=list)
+    team: UnitAgreement | None = None  # a task assigned to several annotators: their agreement
+    team_paths: dict[str, Any] = field(default_factory=dict)  # annotator -> decision and path (adjudication)
 
     @property
     def needs_fixing(self) -> bool:
@@ -134,7 +140,7 @@ def _process_task(task: dict[str, Any], data: dict[str, Any], builder: Builder,
         outcome.annotation = _latest_first(annotations)[0]
         outcome.problems = [Problem(ProblemCode.CANCELLED, "the annotator skipped the task")]
         return outcome
-    outcome.annotation = submitted[0]
+    outcome.annotation = submitted[0]  # until a gold annotation is chosen
     try:
         draft = draft_of(data, catalog)
     except ValueError as exc:  # DraftUnavailable, or a draft that is not a valid sample
@@ -145,7 +151,18 @@ def _process_task(task: dict[str, Any], data: dict[str, Any], builder: Builder,
         outcome.status = "rejected"
         outcome.problems = [Problem(ProblemCode.MISSING_DRAFT, "the task data holds no fcbench draft")]
         return outcome
-    gold_annotation = submitted[0]
+    assigned = data.get(ASSIGNED_FIELD)
+    if isinstance(assigned, list) and assigned:
+        return _team_outcome(outcome, task, data, submitted, draft, builder, environment, stage, project_id)
+    return _gold_outcome(outcome, task, data, draft, submitted[0], submitted[1:], builder, environment, stage,
+                         project_id)
+
+
+def _gold_outcome(outcome: TaskOutcome, task: dict[str, Any], data: dict[str, Any], draft: Sample,
+                  gold_annotation: AnnotationInfo, others: Sequence[AnnotationInfo], builder: Builder,
+                  environment: Callable[[], Environment | None], stage: str, project_id: int | None) -> TaskOutcome:
+    """The task's gold from one annotation, checked; the others are compared with it."""
+    outcome.annotation = gold_annotation
     correction = builder(draft, gold_annotation.result)
     outcome.correction = correction
     needs_environment = correction.sample is not None and not correction.problems
@@ -160,11 +177,66 @@ def _process_task(task: dict[str, Any], data: dict[str, Any], builder: Builder,
     outcome.sample = with_provenance(checked.sample, gold_annotation, stage, data, correction, project)
     outcome.diff = diff_sample(draft, checked.sample, sum(len(paths) for paths in correction.deletions.values()),
                                correction.dropped_tools)
-    for other in submitted[1:]:
+    for other in others:
         second = builder(draft, other.result)
         if second.sample is not None and not second.problems:
             outcome.agreements.append((other, agreement(correction.sample, second.sample)))
     return outcome
+
+
+def _team_outcome(outcome: TaskOutcome, task: dict[str, Any], data: dict[str, Any],
+                  submitted: Sequence[AnnotationInfo], draft: Sample, builder: Builder,
+                  environment: Callable[[], Environment | None], stage: str, project_id: int | None) -> TaskOutcome:
+    """A task assigned to several annotators: gold only when their annotations agree (same
+    decision, and exactly the same path when they accept); otherwise it waits for adjudication,
+    which is an annotation by someone outside the assignment (the latest such one is the gold)."""
+    assigned = [str(email) for email in data[ASSIGNED_FIELD]]
+    required = int(data.get(OVERLAP_FIELD) or len(assigned))
+    latest_by: dict[str, AnnotationInfo] = {}
+    for info in submitted:  # latest first: an annotator's newest annotation counts
+        latest_by.setdefault(info.annotator, info)
+    team = [latest_by[email] for email in assigned if email in latest_by]
+    unit, paths = team_unit(outcome.task_id, outcome.sample_id, draft, team, builder)
+    outcome.team, outcome.team_paths = unit, paths
+    adjudications = [info for info in submitted if info.annotator not in assigned]
+    if adjudications:
+        outcome.notes.append(f"adjudicated by {adjudications[0].annotator}")
+        return _gold_outcome(outcome, task, data, draft, adjudications[0], (), builder, environment, stage,
+                             project_id)
+    if len(team) < required:
+        outcome.notes.append(f"{len(team)} of {required} assigned annotations submitted")
+        return outcome  # pending
+    if unit.disputed:
+        outcome.status = "adjudication"
+        outcome.annotation = team[0]
+        return outcome
+    latest = [info for info in submitted if info in team]
+    return _gold_outcome(outcome, task, data, draft, latest[0], latest[1:], builder, environment, stage, project_id)
+
+
+def team_unit(task_id: int, sample_id: str | None, draft: Sample, team: Sequence[AnnotationInfo],
+              builder: Builder) -> tuple[UnitAgreement, dict[str, Any]]:
+    """The team's decisions and pairwise agreement on one task, and each annotator's path (for
+    the adjudication queue)."""
+    corrections = {info.annotator: builder(draft, info.result) for info in team}
+    decisions = {email: (REJECT if correction.verdict == "reject" else ACCEPT)
+                 for email, correction in corrections.items()}
+    unit = UnitAgreement(task_id, sample_id, decisions)
+    for first, second in combinations(sorted(corrections), 2):
+        a, b = corrections[first], corrections[second]
+        same = decisions[first] == decisions[second]
+        if same and decisions[first] == ACCEPT and a.sample is not None and b.sample is not None:
+            result = agreement(a.sample, b.sample)
+            unit.pairs.append(PairAgreement((first, second), True, result.exact_path, result.call_agreement))
+        else:
+            unit.pairs.append(PairAgreement((first, second), same))
+    paths = {email: {"decision": decisions[email], "annotation_id": info.annotation_id,
+                     "query": last_user_text(correction.sample) if correction.sample is not None else None,
+                     "calls": ([[call.model_dump(exclude_none=True) for call in step] for step in correction.sample.calls]
+                               if correction.sample is not None else None),
+                     "problems": [problem.message for problem in correction.problems]}
+             for info in team for email, correction in [(info.annotator, corrections[info.annotator])]}
+    return unit, paths
 
 
 def with_provenance(sample: Sample, annotation: AnnotationInfo, stage: str, data: dict[str, Any],

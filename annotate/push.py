@@ -50,10 +50,14 @@ class PushSummary:
     counts: dict[str, int] = field(default_factory=dict)
     invalid: list[dict[str, Any]] = field(default_factory=list)  # tasks whose prediction failed validation
     task_ids: list[int] = field(default_factory=list)  # tasks created by this push
+    team: dict[str, Any] = field(default_factory=dict)  # annotators, overlap, tasks per annotator (no secret)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"project_id": self.project_id, "project_title": self.project_title, "counts": self.counts,
+        data = {"project_id": self.project_id, "project_title": self.project_title, "counts": self.counts,
                 "invalid": self.invalid, "created_task_ids": self.task_ids}
+        if self.team:
+            data["team"] = self.team
+        return data
 
 
 def existing_from_api(item: dict[str, Any]) -> ExistingTask:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from annotate import render
+from annotate.agreement import summarise_agreement
 from annotate.client import Connection, open_client, resolve_connection, server_errors
 from annotate.configs import SENIOR
 from annotate.files import sample_lines, write_lines
@@ -27,6 +28,7 @@ from annotate.pull import (TaskOutcome, export_snapshot, process_tasks, read_exp
 from annotate.push import PushSummary, find_project, push_tasks, update_task_data
 from annotate.qa import summarise
 from annotate.select import select_drafts
+from annotate.studio import StudioConfig
 from annotate.tasks import STAGE2_KIND, ToolCatalog, draft_of, senior_task
 from fcbench.config import PipelineConfig
 from fcbench.environments import Environment
@@ -43,11 +45,13 @@ class Stage2Files:
     rejects: Path
     summary: Path
     qa: Path
+    adjudication: Path
 
     @classmethod
     def in_dir(cls, build_dir: Path) -> "Stage2Files":
         return cls(build_dir / "drafts.jsonl", build_dir / "templates.jsonl", build_dir / "templates.rejects.jsonl",
-                   build_dir / "stage2.summary.json", build_dir / "stage2.qa.json")
+                   build_dir / "stage2.summary.json", build_dir / "stage2.qa.json",
+                   build_dir / "stage2.adjudication.jsonl")
 
 
 def project_title(pipeline: PipelineConfig) -> str:
@@ -63,7 +67,8 @@ def read_canonical(path: Path, what: str) -> tuple[list[Sample], list[Rejected]]
 
 # ------------------------------------------------------------------------------------------- push
 def run_stage2_push(pipeline: PipelineConfig, connection: Connection | None = None,
-                    count: int | None = None) -> PushSummary:
+                    count: int | None = None, annotators: int = 0, overlap: int = 1,
+                    studio: StudioConfig | None = None) -> PushSummary:
     files = Stage2Files.in_dir(pipeline.build_dir)
     drafts, _ = read_canonical(files.drafts, "stage1 writes the drafts: run stage1 first")
     done = {sample.id for sample in _read_previous(files.templates)}  # already gold: never shown again
@@ -71,10 +76,21 @@ def run_stage2_push(pipeline: PipelineConfig, connection: Connection | None = No
     selected = select_drafts(pending, count or pipeline.stages.stage2.select)
     catalog = pipeline_catalog(pipeline)
     tasks = [senior_task(draft, model_version=_model_version(draft), catalog=catalog) for draft in selected]
-    connection = connection or resolve_connection()
+    studio = studio or StudioConfig()
+    connection = connection or resolve_connection(studio)
     client = open_client(connection)
+    team: dict[str, Any] = {}
+    if annotators:  # a team: accounts first, then each task assigned to `overlap` of them
+        from annotate.team import assign_in_tasks, ensure_annotators
+
+        with server_errors(connection, "creating annotator accounts"):
+            members = ensure_annotators(studio, connection.url, client, annotators)
+        load = assign_in_tasks(tasks, [member.email for member in members], overlap, pipeline.seed)
+        team = {"annotators": annotators, "overlap": overlap, "tasks_per_annotator": load,
+                "credentials": str(studio.credentials_file)}
     summary = push_tasks(connection, client, project_title(pipeline), SENIOR, tasks, model_version="draft")
     summary.counts["already_gold"] = len(done)
+    summary.team = team
     return summary
 
 
@@ -256,6 +272,8 @@ def write_pull_outputs(files: Stage2Files, outcomes: Sequence[TaskOutcome], sour
     report.counts = {"tasks": len(outcomes), "gold": statuses["gold"], "rejected": statuses["rejected"],
                      "cancelled": statuses["cancelled"], "pending": statuses["pending"],
                      "templates_written": len(templates), "kept_from_previous_pull": len(messages)}
+    if statuses["adjudication"] or any(outcome.team for outcome in outcomes):
+        report.counts["adjudication"] = statuses["adjudication"]
     report.reasons = dict(sorted(Counter(problem.code.value for outcome in outcomes
                                          for problem in outcome.problems).items()))
     report.failures = [{"task_id": outcome.task_id, "id": outcome.sample_id,
@@ -265,10 +283,14 @@ def write_pull_outputs(files: Stage2Files, outcomes: Sequence[TaskOutcome], sour
     write_lines(files.templates, sample_lines(templates))
     write_json_lines(files.rejects, rejects)
     write_json(files.qa, report.qa, indent=2)
-    write_json(files.summary, {"source": source, "counts": report.counts, "reasons": report.reasons,
-                               "messages": messages}, indent=2)
+    write_json_lines(files.adjudication, adjudication_rows(outcomes))
+    summary: dict[str, Any] = {"source": source, "counts": report.counts, "reasons": report.reasons,
+                               "messages": messages}
+    if "team_agreement" in report.qa["summary"]:
+        summary["team_agreement"] = report.qa["summary"]["team_agreement"]
+    write_json(files.summary, summary, indent=2)
     report.outputs = {"templates": str(files.templates), "rejects": str(files.rejects), "qa": str(files.qa),
-                      "summary": str(files.summary)}
+                      "summary": str(files.summary), "adjudication": str(files.adjudication)}
     return report
 
 
@@ -291,7 +313,25 @@ def qa_report(outcomes: Sequence[TaskOutcome]) -> dict[str, Any]:
     summary = summarise([outcome.diff for outcome in golds if outcome.diff is not None],
                         [list(outcome.correction.flags) for outcome in golds if outcome.correction],
                         [result for _, result in agreements])
+    units = [outcome.team for outcome in outcomes if outcome.team is not None]
+    if units:  # a team pushed with --annotators: agreement by the team's own measures
+        summary["team_agreement"] = summarise_agreement(units)
     return {"summary": summary, "samples": samples, "agreements": agreement_rows}
+
+
+def adjudication_rows(outcomes: Sequence[TaskOutcome]) -> list[dict[str, Any]]:
+    """The adjudication queue: each disputed task with every annotator's decision and path, so an
+    adjudicator sees what differs (they settle it by annotating the task themselves)."""
+    rows = []
+    for outcome in outcomes:
+        if outcome.status != "adjudication" or outcome.team is None:
+            continue
+        rows.append({"label_studio_task_id": outcome.task_id, "id": outcome.sample_id,
+                     "reason": outcome.team.reason(), "annotations": outcome.team_paths,
+                     "pairs": [{"annotators": list(pair.annotators), "same_decision": pair.same_decision,
+                                "exact_path": pair.exact_path, "call_agreement": pair.call_agreement}
+                               for pair in outcome.team.pairs]})
+    return rows
 
 
 # -------------------------------------------------------------------------------------- send back

@@ -19,8 +19,10 @@ Choices made here, and why:
   since a preset token answers 401 otherwise;
 - unprefixed USERNAME/PASSWORD/PORT/HOST/USER_TOKEN are removed from the server's environment:
   Label Studio reads them as fallbacks.
-- PostgreSQL for teams: `database="postgresql"` passes DJANGO_DB=default and Label Studio's own
-  POSTGRE_NAME/USER/PASSWORD/HOST/PORT variables from the caller's environment.
+- PostgreSQL for teams: `database="postgresql"` runs Label Studio on the database
+  `annotate.postgres` provides: the server named by FCBENCH_STUDIO_DATABASE_URL, else one given by
+  Label Studio's own POSTGRE_NAME/USER/PASSWORD/HOST/PORT variables when all are set, else the
+  studio's own PostgreSQL under <studio dir>/postgres (started with the studio, stopped with it).
 """
 
 from __future__ import annotations
@@ -38,9 +40,12 @@ import urllib.request
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from fcbench.errors import UserError
+
+if TYPE_CHECKING:
+    from annotate.postgres import DatabaseSettings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_PORT = 8089
@@ -233,7 +238,8 @@ def _is_label_studio(pid: int) -> bool:
     return b"label-studio" in command or b"label_studio" in command
 
 
-def server_environment(config: StudioConfig, credentials: Credentials) -> dict[str, str]:
+def server_environment(config: StudioConfig, credentials: Credentials,
+                       database: "DatabaseSettings | None" = None) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items()
            if key not in _FALLBACK_VARIABLES and not key.startswith("LABEL_STUDIO_")}
     env.update({
@@ -250,15 +256,44 @@ def server_environment(config: StudioConfig, credentials: Credentials) -> dict[s
         "LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK": "true",
         "PYTHONUNBUFFERED": "1",
     })
+    for name in (*POSTGRES_VARIABLES, "DJANGO_DB", "FCBENCH_STUDIO_DATABASE_URL"):
+        env.pop(name, None)
     if config.database == "postgresql":
-        missing = [name for name in POSTGRES_VARIABLES if not os.environ.get(name)]
-        if missing:
-            raise StudioError(f"database postgresql needs {', '.join(missing)} in the environment")
-        env["DJANGO_DB"] = "default"
+        if database is None:
+            raise StudioError("database postgresql: no database settings (see annotate.postgres)")
+        env.update(database.label_studio_environment())
     else:
         for name in (*POSTGRES_VARIABLES, "DJANGO_DB"):
             env.pop(name, None)
     return env
+
+
+def studio_database(config: StudioConfig) -> "DatabaseSettings | None":
+    """The PostgreSQL database of a `database="postgresql"` studio (None for SQLite): the external
+    one named by FCBENCH_STUDIO_DATABASE_URL or by all of POSTGRE_*, else the studio's own server."""
+    if config.database != "postgresql":
+        return None
+    from annotate.postgres import DatabaseSettings, database_for_studio, external_database
+
+    given = [name for name in POSTGRES_VARIABLES if os.environ.get(name)]
+    if external_database() is None and given:
+        missing = [name for name in POSTGRES_VARIABLES if name not in given]
+        if missing:
+            raise StudioError(f"database postgresql needs {', '.join(missing)} in the environment "
+                              f"(or none of POSTGRE_* for the studio's own server)")
+        return DatabaseSettings(os.environ["POSTGRE_NAME"], os.environ["POSTGRE_USER"],
+                                os.environ["POSTGRE_PASSWORD"], os.environ["POSTGRE_HOST"],
+                                int(os.environ["POSTGRE_PORT"]), managed=False)
+    return database_for_studio(config.root)
+
+
+def _stop_own_database(config: StudioConfig) -> None:
+    """The studio's own PostgreSQL stops with the studio (an external server is left alone)."""
+    from annotate.postgres import ManagedPostgres
+
+    own = ManagedPostgres(config.root)
+    if own.initialised():
+        own.stop()
 
 
 def read_state(config: StudioConfig) -> dict[str, Any] | None:
@@ -293,14 +328,16 @@ def start(config: StudioConfig, timeout: float = START_TIMEOUT_S) -> StudioStatu
         folder.mkdir(parents=True, exist_ok=True)
     config.root.chmod(0o700)  # the database holds every annotation and the token
     credentials = load_or_create_credentials(config)
+    database = studio_database(config)
     command = [str(binary), "start", "--no-browser", "--internal-host", LOOPBACK,
                "-p", str(config.port), "--data-dir", str(config.data_dir)]
     with open(config.log_file, "ab") as log:
-        process = subprocess.Popen(command, env=server_environment(config, credentials), cwd=config.root,
+        process = subprocess.Popen(command, env=server_environment(config, credentials, database), cwd=config.root,
                                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                    start_new_session=True)  # own process group: stop signals it whole
     state = {"pid": process.pid, "port": config.port, "url": config.url,
-             "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+             "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+             "database": database.describe() if database else "sqlite"}
     config.state_file.write_text(json.dumps(state), encoding="utf-8")
     if not _wait_healthy(config.url, process.pid, timeout, process):
         _stop_pid(process.pid)
@@ -339,6 +376,7 @@ def stop(config: StudioConfig, timeout: float = STOP_TIMEOUT_S) -> bool:
     was_running = _process_alive(pid) and _is_label_studio(pid)
     if was_running:
         _stop_pid(pid, timeout)
+    _stop_own_database(config)
     # keep the port, so `studio start` without --port brings the server back where clients expect it
     config.state_file.write_text(json.dumps({"pid": None, "port": state.get("port"), "url": state.get("url")}),
                                  encoding="utf-8")

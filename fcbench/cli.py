@@ -644,6 +644,9 @@ def _print_push(name: str, summary: Any, as_json: bool) -> None:
         return
     console.print(f"{name}: project {summary.project_id} ({summary.project_title})", highlight=False, soft_wrap=True)
     console.print(_count_table("tasks", "action", summary.counts))
+    if getattr(summary, "team", None):
+        console.print(f"team: {summary.team['annotators']} annotators, {summary.team['overlap']} per task; "
+                      f"credentials in {summary.team['credentials']}", highlight=False, soft_wrap=True)
     for item in summary.invalid:
         print(f"invalid prediction for {item['id']}: {'; '.join(item['problems'])}", file=sys.stderr)
 
@@ -661,26 +664,38 @@ def _print_pull(name: str, report: Any, as_json: bool) -> None:
                       highlight=False, soft_wrap=True, markup=False)
     for message in report.messages:
         console.print(message, highlight=False, soft_wrap=True, markup=False)
+    team = (report.qa.get("summary") or {}).get("team_agreement")
+    if team:
+        console.print("team agreement: " + ", ".join(f"{key} {value}" for key, value in team.items()),
+                      highlight=False, soft_wrap=True, markup=False)
     for name_, path in report.outputs.items():
         console.print(f"{name_}: {path}", highlight=False, soft_wrap=True)
 
 
-@stage2_app.command("push", epilog="Example:  build-dataset stage2 push travel\n\n" + CONNECTION_HELP)
+@stage2_app.command("push", epilog="Examples:\n\n  build-dataset stage2 push travel\n\n"
+                    "  build-dataset stage2 push travel --annotators 5 --overlap 2\n\n" + CONNECTION_HELP)
 @user_errors
 def stage2_push(
     pipeline: str = typer.Argument(..., help="A pipeline declared in pipelines.yaml."),
     file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
     count: Optional[int] = typer.Option(None, "--count", min=1, help="Drafts to send [default: stages.stage2.select]."),
+    annotators: int = typer.Option(0, "--annotators", min=0, help="Create this many annotator accounts (local "
+                                   "studio; passwords and tokens in its credentials file) and assign tasks to them."),
+    overlap: int = typer.Option(1, "--overlap", min=1, help="With --annotators: annotators per task (agreement is "
+                                "measured, disagreements go to build/stage2.adjudication.jsonl)."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Send the most complete drafts (build/drafts.jsonl), covering different path shapes, to senior annotators.
 
     Creates or reuses the project, validates the label config (SDK and server) and every
     prediction, flags what looks ambiguous, and imports each draft as a task pre-filled with the
-    draft. Pushing again adds no duplicate and changes no task an annotator has touched."""
+    draft. Pushing again adds no duplicate and changes no task an annotator has touched.
+    With --annotators N --overlap K each task is assigned to K of N annotators (from the pipeline's
+    seed), recorded in the task data as `assigned_annotators`."""
     from annotate.stage2 import run_stage2_push
 
-    _print_push(f"stage2 push {pipeline}", run_stage2_push(_load_pipeline(pipeline, file), count=count), as_json)
+    summary = run_stage2_push(_load_pipeline(pipeline, file), count=count, annotators=annotators, overlap=overlap)
+    _print_push(f"stage2 push {pipeline}", summary, as_json)
 
 
 @stage2_app.command("pull", epilog="Examples:\n\n  build-dataset stage2 pull travel --send-back\n\n"

@@ -9,9 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from fcbench.errors import UserError
+
 from annotate.client import read_token_file, resolve_connection
 from annotate.studio import (Credentials, StudioConfig, StudioError, load_or_create_credentials, port_is_free,
-                             server_environment, start, status, stop, write_private_json)
+                             server_environment, start, status, stop, studio_database,
+                             write_private_json)
 
 
 def test_credentials_are_created_once_with_mode_0600_and_never_shown(tmp_path: Path) -> None:
@@ -72,7 +75,22 @@ def test_postgresql_needs_its_variables(tmp_path: Path, monkeypatch) -> None:
     config = StudioConfig(root=tmp_path, port=1, database="postgresql")
     with pytest.raises(StudioError, match="database postgresql needs POSTGRE_NAME, POSTGRE_USER, POSTGRE_PASSWORD, "
                                           "POSTGRE_PORT in the environment"):
-        server_environment(config, Credentials("a@example.com", "pw", "t"))
+        studio_database(config)
+
+
+def test_an_external_database_url_reaches_label_studio_as_its_variables(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("FCBENCH_STUDIO_DATABASE_URL", "postgresql://ann%40team:s%3Acret@db.internal:6543/ls")
+    monkeypatch.setenv("POSTGRE_NAME", "ignored")
+    config = StudioConfig(root=tmp_path, port=1, database="postgresql")
+    database = studio_database(config)
+    assert not database.managed and "s:cret" not in repr(database) and "s:cret" not in database.describe()
+    env = server_environment(config, Credentials("a@example.com", "pw", "t"), database)
+    assert (env["DJANGO_DB"], env["POSTGRE_NAME"], env["POSTGRE_USER"], env["POSTGRE_PASSWORD"],
+            env["POSTGRE_HOST"], env["POSTGRE_PORT"]) == ("default", "ls", "ann@team", "s:cret", "db.internal", "6543")
+    assert "FCBENCH_STUDIO_DATABASE_URL" not in env  # the server gets its own variables, not the URL
+    monkeypatch.setenv("FCBENCH_STUDIO_DATABASE_URL", "mysql://x@y/z")
+    with pytest.raises(UserError, match="must look like postgresql://"):
+        studio_database(config)
 
 
 def test_a_busy_port_is_refused_before_anything_starts(tmp_path: Path) -> None:
