@@ -581,15 +581,18 @@ def _print_studio_status(status: Any, as_json: bool) -> None:
     console.print(f"studio {state}{where}; data in {status.root}", highlight=False, soft_wrap=True)
 
 
-@studio_app.command("start", epilog="Example:  build-dataset studio start --port 8089\n\n"
+@studio_app.command("start", epilog="Examples:\n\n  build-dataset studio start --port 8089\n\n"
+                    "  build-dataset studio start --database postgresql --dir /srv/fcbench-studio\n\n"
                     "Install the server first (own venv): annotate/install_studio.sh")
 @user_errors
 def studio_start(
     port: Optional[int] = typer.Option(None, "--port", help="Port on 127.0.0.1 [default: last used, else 8089]."),
     studio_dir: Optional[Path] = typer.Option(None, "--dir", help="Studio folder [default: $FCBENCH_STUDIO_DIR "
                                               "or ~/.local/share/fcbench/studio]."),
-    database: str = typer.Option("sqlite", "--database", help="sqlite, or postgresql (reads POSTGRE_NAME, "
-                                 "POSTGRE_USER, POSTGRE_PASSWORD, POSTGRE_HOST, POSTGRE_PORT from the environment)."),
+    database: str = typer.Option("sqlite", "--database", help="sqlite, or postgresql: the server in "
+                                 "$FCBENCH_STUDIO_DATABASE_URL (postgresql://user:password@host:port/name), else "
+                                 "the studio's own PostgreSQL under <dir>/postgres (Debian's postgresql, "
+                                 "127.0.0.1, started and stopped with the studio)."),
     as_json: bool = typer.Option(False, "--json", help="Print the status as JSON."),
 ) -> None:
     """Start Label Studio on loopback with its own data dir, an admin and an API token.

@@ -152,3 +152,16 @@ def test_unknown_pipeline_lists_the_declared_ones(tmp_path):
         config.get_pipeline("hotels")
     with pytest.raises(UserError, match="no such file"):
         load_pipelines(tmp_path / "absent.yaml")
+
+
+def test_the_ray_backend_is_declared_for_python_tools_only(tmp_path):
+    default = load_pipelines(_write(tmp_path, VALID)).get_pipeline("travel").environment
+    assert default.backend == "local" and default.ray.address is None  # single-machine default
+    ray = VALID.replace("      module: datasets/travel/tools.py\n",
+                        "      module: datasets/travel/tools.py\n      backend: ray\n"
+                        "      ray: {address: 'ray://head:10001', paths_per_task: 64}\n")
+    settings = load_pipelines(_write(tmp_path, ray)).get_pipeline("travel").environment
+    assert (settings.backend, settings.ray.address, settings.ray.paths_per_task) == ("ray", "ray://head:10001", 64)
+    recorded = VALID.replace("      kind: python\n      module: datasets/travel/tools.py\n",
+                             "      kind: recorded\n      responses: r.jsonl\n      backend: ray\n")
+    assert any("backend 'ray' runs python tools" in problem for problem in _problems(tmp_path, recorded))
