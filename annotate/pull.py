@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
@@ -27,7 +27,7 @@ from annotate.qa import Agreement, SampleDiff, agreement, diff_sample
 from annotate.render import last_user_text
 from annotate.tasks import (Correction, JuniorAnswer, SeniorAnswer, ToolCatalog, build_junior_correction,
                             build_senior_correction, draft_of)
-from annotate.team import ASSIGNED_FIELD, OVERLAP_FIELD
+from annotate.team import ASSIGNED_FIELD, ASSIGNED_IDS_FIELD, OVERLAP_FIELD
 from fcbench.environments import Environment
 from fcbench.sample import Sample
 
@@ -44,6 +44,7 @@ class AnnotationInfo:
     lead_time: float | None
     was_cancelled: bool
     result: list[Any]
+    user_id: int | None = None  # Label Studio's id of the annotator (an export file names users by id only)
 
 
 @dataclass
@@ -89,11 +90,12 @@ def annotations_of(task: dict[str, Any], users: dict[int, str]) -> list[Annotati
             annotator = str(author.get("email") or author.get("id"))
         else:
             annotator = users.get(author, f"user {author}") if author is not None else "unknown"
+        user_id = author.get("id") if isinstance(author, dict) else author
         infos.append(AnnotationInfo(
             task_id=int(task["id"]), annotation_id=annotation.get("id"), annotator=annotator,
             created_at=annotation.get("created_at"), updated_at=annotation.get("updated_at"),
             lead_time=annotation.get("lead_time"), was_cancelled=bool(annotation.get("was_cancelled")),
-            result=list(annotation.get("result") or [])))
+            result=list(annotation.get("result") or []), user_id=user_id if isinstance(user_id, int) else None))
     return infos
 
 
@@ -192,6 +194,11 @@ def _team_outcome(outcome: TaskOutcome, task: dict[str, Any], data: dict[str, An
     which is an annotation by someone outside the assignment (the latest such one is the gold)."""
     assigned = [str(email) for email in data[ASSIGNED_FIELD]]
     required = int(data.get(OVERLAP_FIELD) or len(assigned))
+    # an export file names annotators by user id only: the task data maps the assigned ids back
+    email_of = {int(user_id): email for email, user_id in zip(assigned, data.get(ASSIGNED_IDS_FIELD) or [])
+                if isinstance(user_id, int)}
+    submitted = [info if info.annotator in assigned or info.user_id not in email_of
+                 else replace(info, annotator=email_of[info.user_id]) for info in submitted]
     latest_by: dict[str, AnnotationInfo] = {}
     for info in submitted:  # latest first: an annotator's newest annotation counts
         latest_by.setdefault(info.annotator, info)

@@ -85,7 +85,8 @@ def run_stage2_push(pipeline: PipelineConfig, connection: Connection | None = No
 
         with server_errors(connection, "creating annotator accounts"):
             members = ensure_annotators(studio, connection.url, client, annotators)
-        load = assign_in_tasks(tasks, [member.email for member in members], overlap, pipeline.seed)
+        load = assign_in_tasks(tasks, [member.email for member in members], overlap, pipeline.seed,
+                               {member.email: member.user_id for member in members})
         team = {"annotators": annotators, "overlap": overlap, "tasks_per_annotator": load,
                 "credentials": str(studio.credentials_file)}
     summary = push_tasks(connection, client, project_title(pipeline), SENIOR, tasks, model_version="draft")

@@ -31,6 +31,7 @@ from fcbench.errors import UserError
 
 ANNOTATOR_EMAIL = "annotator-{index:02d}@fcbench.example.com"
 ASSIGNED_FIELD = "assigned_annotators"
+ASSIGNED_IDS_FIELD = "assigned_annotator_ids"  # their Label Studio user ids, in the same order
 OVERLAP_FIELD = "overlap"
 SHELL_TIMEOUT_S = 300
 _MARKER = "FCBENCH_TEAM_TOKENS "
@@ -77,7 +78,8 @@ def assign_tasks(sample_ids: Sequence[str], emails: Sequence[str], overlap: int,
     return {sample_id: sorted(emails, key=lambda email: rank(sample_id, email))[:overlap] for sample_id in sample_ids}
 
 
-def assign_in_tasks(tasks: Sequence[dict[str, Any]], emails: Sequence[str], overlap: int, seed: int) -> dict[str, int]:
+def assign_in_tasks(tasks: Sequence[dict[str, Any]], emails: Sequence[str], overlap: int, seed: int,
+                    user_ids: dict[str, int] | None = None) -> dict[str, int]:
     """Write each task's assignment into its data; tasks per annotator."""
     assignment = assign_tasks([task["data"]["sample_id"] for task in tasks], emails, overlap, seed)
     load = {email: 0 for email in emails}
@@ -85,6 +87,8 @@ def assign_in_tasks(tasks: Sequence[dict[str, Any]], emails: Sequence[str], over
         chosen = assignment[task["data"]["sample_id"]]
         task["data"][ASSIGNED_FIELD] = chosen
         task["data"][OVERLAP_FIELD] = overlap
+        if user_ids:
+            task["data"][ASSIGNED_IDS_FIELD] = [user_ids[email] for email in chosen]
         for email in chosen:
             load[email] += 1
     return load
@@ -153,5 +157,5 @@ def _save_annotators(studio: StudioConfig, annotators: dict[str, Annotator]) -> 
     write_private_json(studio.credentials_file, data)
 
 
-__all__ = ["ASSIGNED_FIELD", "OVERLAP_FIELD", "Annotator", "annotator_emails", "assign_in_tasks", "assign_tasks",
+__all__ = ["ASSIGNED_FIELD", "ASSIGNED_IDS_FIELD", "OVERLAP_FIELD", "Annotator", "annotator_emails", "assign_in_tasks", "assign_tasks",
            "ensure_annotators", "stored_annotators"]

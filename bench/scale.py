@@ -5,8 +5,8 @@
    candidates (the real math samples of the published NESTful files, replicated with distinct
    ids), once with `backend: local` (2 worker processes) and once with `backend: ray` (a local Ray
    cluster of 2 CPUs started by the environment). The outputs must be byte-identical. Also the
-   bare execution of the same gold paths (`iter_run_paths`), from which the per-task overhead:
-   (Ray time - local time) / Ray batches.
+   bare execution of the same gold paths (`iter_run_paths`), and the per-task overhead: the mean
+   round trip of a one-path batch on Ray minus the same on the local pool.
 2. Label Studio on PostgreSQL vs SQLite: push then pull --tasks stage2 tasks (`bench/label_studio.py`'s
    drafts and measures), one server of each kind started by `annotate.studio`.
 3. Batch API vs online: `bench/batch_api.py`'s `measure(n_requests)` when that file exists.
@@ -40,6 +40,7 @@ from fcbench.filter import FilterPaths, run_filter  # noqa: E402
 from fcbench.sample import Sample  # noqa: E402
 
 WORKERS = 2
+ROUND_TRIPS = 300
 OUTPUTS = ("validated.jsonl", "validated.rejects.jsonl")
 
 
@@ -57,6 +58,7 @@ def ray_section(count: int) -> float:
     work = Path(tempfile.mkdtemp(prefix="fcbench-scale-"))
     times: dict[str, float] = {}
     bare: dict[str, float] = {}
+    round_trip: dict[str, float] = {}
     paths = [planned_path(sample) for sample in samples]
     try:
         environments = {
@@ -72,6 +74,12 @@ def ray_section(count: int) -> float:
                 bare[name] = time.perf_counter() - started
                 if name == "ray":
                     tasks = environment.tasks
+                one = paths[:1]
+                started = time.perf_counter()
+                for _ in range(ROUND_TRIPS):  # a batch of one path: what a batch costs beyond its work
+                    for _ in environment.iter_run_paths(one):
+                        pass
+                round_trip[name] = (time.perf_counter() - started) / ROUND_TRIPS
                 started = time.perf_counter()
                 summary = run_filter(samples, environment, settings, FilterPaths.in_dir(work / name), "candidates")
                 times[name] = time.perf_counter() - started
@@ -80,9 +88,10 @@ def ray_section(count: int) -> float:
                   f"({count / bare[name]:8.0f} paths/s)", flush=True)
         identical = all((work / "local" / f).read_bytes() == (work / "ray" / f).read_bytes() for f in OUTPUTS)
         print(f"  outputs byte-identical: {identical}")
-        overhead_ms = (bare["ray"] - bare["local"]) / max(1, tasks) * 1000
-        print(f"  Ray batches: {tasks} of <= 256 paths; per-task overhead {overhead_ms:.2f} ms "
-              f"({overhead_ms * 1000 / max(1, count // max(1, tasks)):.1f} us per path)")
+        overhead_ms = (round_trip["ray"] - round_trip["local"]) * 1000
+        print(f"  one-path batch round trip: ray {round_trip['ray'] * 1000:.2f} ms, local "
+              f"{round_trip['local'] * 1000:.2f} ms: per-task overhead {overhead_ms:.2f} ms "
+              f"({overhead_ms * 1000 / 256:.1f} us per path in a batch of 256; {tasks} Ray batches here)")
         print(f"  bare execution ray/local: {bare['ray'] / bare['local']:.2f}x")
         if not identical:
             raise SystemExit("Ray and local outputs differ")

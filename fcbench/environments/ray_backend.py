@@ -230,7 +230,10 @@ class RayEnvironment(Environment):
                     yield index, PathRun.from_compact(answer, paths[index])
         finally:
             for ref in in_flight:  # the caller stopped early: drop what is still queued
-                ray.cancel(ref)
+                try:
+                    ray.cancel(ref)
+                except Exception:  # noqa: BLE001 - already finished or its actor gone: nothing to drop
+                    pass
 
     def _submit(self, slot: int, paths: Sequence[Sequence[Sequence[PlannedCall]]], span: tuple[int, int]) -> Any:
         # plain tuples: cheaper to pickle than NamedTuples

@@ -20,6 +20,7 @@ import pytest
 from annotate.agreement import cohen_kappa, krippendorff_alpha_nominal
 from annotate.client import Connection, ServerError, open_client
 from annotate.postgres import ManagedPostgres
+from annotate.pull import export_snapshot
 from annotate.push import find_project, list_tasks
 from annotate.stage2 import Stage2Files, project_title, run_stage2_pull, run_stage2_push
 from annotate.studio import StudioConfig, free_port, read_credentials, read_state, start, stop
@@ -135,6 +136,12 @@ def test_team_round_trip_on_postgresql(pg_studio, drafts, tmp_path) -> None:
     assert agreement["cohen_kappa_decision"] == round(cohen_kappa([tuple(pair) for pair in decisions]), 4)
     assert agreement["exact_path_match"] == 0.5 and agreement["path_pairs"] == 2
     assert [row["id"] for row in read_lines(files.templates)] == ["airports-sydney"]
+    # a downloaded export names annotators by user id only: the assignment still matches them
+    export = tmp_path / "export.json"
+    project_id = int(find_project(pg_studio.client, project_title(pipeline)).id)
+    export.write_text(json.dumps(export_snapshot(pg_studio.connection, pg_studio.client, project_id)))
+    from_file = run_stage2_pull(pipeline, from_export=export)
+    assert from_file.counts == report.counts and from_file.qa["summary"]["team_agreement"] == agreement
 
     # an adjudicator (anyone outside the assignment: here the admin) settles the Rome task
     _annotate(pg_studio.client, pg_studio, tasks["hotels-rome-wrong"], "fix", rome_fixed)
