@@ -237,12 +237,14 @@ def team_unit(task_id: int, sample_id: str | None, draft: Sample, team: Sequence
             unit.pairs.append(PairAgreement((first, second), True, result.exact_path, result.call_agreement))
         else:
             unit.pairs.append(PairAgreement((first, second), same))
-    paths = {email: {"decision": decisions[email], "annotation_id": info.annotation_id,
-                     "query": last_user_text(correction.sample) if correction.sample is not None else None,
-                     "calls": ([[call.model_dump(exclude_none=True) for call in step] for step in correction.sample.calls]
-                               if correction.sample is not None else None),
-                     "problems": [problem.message for problem in correction.problems]}
-             for info in team for email, correction in [(info.annotator, corrections[info.annotator])]}
+    paths: dict[str, Any] = {}
+    for info in team:
+        correction, sample = corrections[info.annotator], corrections[info.annotator].sample
+        paths[info.annotator] = {
+            "decision": decisions[info.annotator], "annotation_id": info.annotation_id,
+            "query": last_user_text(sample) if sample is not None else None,
+            "calls": [[call.model_dump(exclude_none=True) for call in step] for step in sample.calls] if sample else None,
+            "problems": [problem.message for problem in correction.problems]}
     return unit, paths
 
 
