@@ -49,7 +49,9 @@ class RayConfig(_Config):
     at the same path."""
 
     address: str | None = None
-    num_cpus: int | None = Field(None, ge=1)  # local cluster only; default: `environment.workers`
+    # a local cluster's CPUs (default: `environment.workers`); on an existing cluster, at most this
+    # many actors (default: one per CPU of the cluster)
+    num_cpus: int | None = Field(None, ge=1)
     paths_per_task: int = Field(256, ge=1)  # gold paths per Ray task (one batch)
     max_retries: int = Field(3, ge=0)  # resubmissions of a batch whose Ray worker died
     object_store_mb: int = Field(100, ge=75)  # local cluster only (Ray's minimum is 75 MB)

@@ -63,6 +63,6 @@ def _ray_environment(pipeline: PipelineConfig, tools: Sequence[Tool]) -> Environ
     assert settings is not None and settings.module is not None
     ray = settings.ray
     return RayEnvironment(pipeline.resolve(settings.module), tools, address=ray.address,
-                          num_cpus=ray.num_cpus or settings.workers, paths_per_task=ray.paths_per_task,
+                          num_cpus=ray.num_cpus or (settings.workers if ray.address is None else None), paths_per_task=ray.paths_per_task,
                           max_retries=ray.max_retries, object_store_mb=ray.object_store_mb,
                           timeout=settings.timeout_s, memory_limit_mb=settings.memory_mb, seed=pipeline.seed)

@@ -1,8 +1,8 @@
-"""Ray backend of the python environment: gold paths run as Ray tasks, in batches.
+"""Ray backend of the python environment: gold paths run as Ray actor tasks, in batches.
 
-`environment.backend: ray` keeps every guarantee of the local pool because each Ray task drives
-the very same worker subprocess (`worker.py` through a one-worker `PythonEnvironment`, kept alive
-in the Ray worker process between tasks): the per-call timeout, the memory cap, the empty network
+`environment.backend: ray` keeps every guarantee of the local pool because each Ray actor (one per
+CPU) drives the very same worker subprocess (`worker.py` through a one-worker `PythonEnvironment`,
+kept alive between batches): the per-call timeout, the memory cap, the empty network
 namespace, the call-seeded randomness and the JSON check of results all apply unchanged. A task
 answers its batch in the compact form the local pool decodes (`PathRun.to_compact`), so the runs,
 and every file a stage writes from them, are byte-identical to the local backend's.
@@ -97,6 +97,14 @@ def _import_ray(local_cluster: bool) -> Any:
     return ray
 
 
+def start_local_cluster(num_cpus: int = 2, object_store_mb: int = 100) -> Any:
+    """Start a local Ray cluster on loopback for this process (no dashboard, quiet); Ray's module."""
+    ray = _import_ray(local_cluster=True)
+    ray.init(address="local", num_cpus=num_cpus, include_dashboard=False,
+             object_store_memory=object_store_mb * 1024 * 1024, log_to_driver=False, logging_level=logging.WARNING)
+    return ray
+
+
 class RayEnvironment(Environment):
     """The python environment's tools, run by Ray actors that each drive a worker subprocess."""
 
@@ -137,20 +145,21 @@ class RayEnvironment(Environment):
         self._closed = False
         ray = self._ray
         if not ray.is_initialized():
-            quiet = {"log_to_driver": False, "logging_level": logging.WARNING}
             if address is None:
-                ray.init(address="local", num_cpus=num_cpus or 2, include_dashboard=False,
-                         object_store_memory=object_store_mb * 1024 * 1024, **quiet)
+                start_local_cluster(num_cpus or 2, object_store_mb)
             else:
                 try:
-                    ray.init(address=address, **quiet)
+                    ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
                 except (ConnectionError, RuntimeError, ValueError) as exc:
                     raise EnvironmentStartError(f"cannot join the Ray cluster at {address}: {exc}") from None
             self._owns_connection = True
         try:
             # actors are not restarted by Ray: a dead one is replaced here and its batch sent again
             self._actor_class = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(PathRunner)
+            # one actor per CPU of the cluster, or at most `num_cpus` on an existing one
             self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+            if num_cpus:
+                self.cpus = min(self.cpus, num_cpus)
             self._actors = [self._actor_class.remote(self._config) for _ in range(self.cpus)]
             # enough full batches to queue IN_FLIGHT_PER_CPU on every actor
             self.min_batch_paths = paths_per_task * self.cpus * IN_FLIGHT_PER_CPU

@@ -20,7 +20,7 @@ from fcbench.sample import Call, Sample, sample_to_dict
 
 ray = pytest.importorskip("ray", reason="the Ray backend is tested where `fcbench[ray]` is installed (CI installs it)")
 
-from fcbench.environments.ray_backend import RayEnvironment  # noqa: E402  (needs ray)
+from fcbench.environments.ray_backend import RayEnvironment, start_local_cluster  # noqa: E402  (needs ray)
 from test_filter import TOOLS, TOOLS_MODULE, one_of_each_failure  # noqa: E402
 
 RAY_TOOLS = TEST_DATA / "ray_tools.py"
@@ -87,8 +87,8 @@ def test_the_filter_on_ray_writes_the_same_bytes_as_the_local_pool(tmp_path):
 @pytest.fixture(scope="module")
 def cluster():
     """One local cluster for the remaining tests (starting one takes seconds)."""
-    ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=100 * 1024 * 1024,
-             log_to_driver=False)
+    start_local_cluster(num_cpus=2, object_store_mb=100)
+    assert ray.get_runtime_context().gcs_address.startswith("127.0.0.1:")  # loopback only
     yield
     ray.shutdown()
 
