@@ -20,7 +20,7 @@ from fcbench.sample import Call, Sample, sample_to_dict
 
 ray = pytest.importorskip("ray", reason="the Ray backend is tested where `fcbench[ray]` is installed (CI installs it)")
 
-from fcbench.environments.ray_backend import RayEnvironment, start_local_cluster  # noqa: E402  (needs ray)
+from fcbench.environments.ray_backend import RayBatchLost, RayEnvironment, start_local_cluster  # noqa: E402
 from test_filter import TOOLS, TOOLS_MODULE, one_of_each_failure  # noqa: E402
 
 RAY_TOOLS = TEST_DATA / "ray_tools.py"
@@ -93,11 +93,11 @@ def cluster():
     ray.shutdown()
 
 
-def _paths(marker: Path, n: int = 120) -> list[list[list[PlannedCall]]]:
+def _paths(marker: Path, n: int = 120, kill_at: int = 70) -> list[list[list[PlannedCall]]]:
     paths = []
     for i in range(n):
         first = PlannedCall("c1", "noisy", {"a": i})
-        if i == 70:  # in the middle of the third batch
+        if i == kill_at:  # in the middle of a batch
             first = PlannedCall("c1", "kill_ray_worker_once", {"a": i, "marker": str(marker)})
         second = (PlannedCall("c2", "boom", {"a": "$c1.result$"}) if i % 25 == 0
                   else PlannedCall("c2", "add", {"a": "$c1.result$", "b": i}))
@@ -121,6 +121,19 @@ def test_a_ray_worker_killed_mid_batch_is_retried_without_loss_or_duplicates(clu
     runs = dict(yielded)
     assert [runs[i].to_compact() for i in range(len(paths))] == [run.to_compact() for run in expected]
     assert runs[25].failed.outcome.reason is ErrorReason.TOOL_ERROR and not runs[26].failed
+
+
+def test_a_batch_lost_beyond_its_retries_is_a_user_error_and_a_rerun_converges(cluster, tmp_path):
+    marker = tmp_path / "killed-once"
+    paths = _paths(marker, 40, kill_at=23)
+    with RayEnvironment(RAY_TOOLS, paths_per_task=10, max_retries=0, seed=5) as environment:
+        with pytest.raises(RayBatchLost, match="re-run the command to resume"):
+            list(environment.iter_run_paths(paths))
+    with RayEnvironment(RAY_TOOLS, paths_per_task=10, max_retries=0, seed=5) as environment:
+        again = environment.run_paths(paths)
+        assert environment.retried_batches == 0
+    with PythonEnvironment(RAY_TOOLS, workers=2, seed=5) as local:
+        assert [run.to_compact() for run in again] == [run.to_compact() for run in local.run_paths(paths)]
 
 
 def test_the_worker_guards_apply_inside_ray_tasks(cluster):
