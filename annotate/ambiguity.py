@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 from annotate.entries import Path, entry_id, iter_entries
 from fcbench.catalog.lint import Code, lint_tools
-from fcbench.grounding import json_leaves
+from fcbench.json_values import json_leaves
 from fcbench.references import iter_references
 from fcbench.resolve import walk_path
 from fcbench.sample import Call, Sample, Tool

@@ -45,19 +45,11 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from fcbench.formats.bfcl import AST_CATEGORIES  # noqa: E402
 from fcbench.score.bfcl import check_bfcl, first_candidate_prediction  # noqa: E402
 
 BFCL = REPO.parent / "shared" / "external" / "bfcl"
-CATEGORIES = [
-    "simple_python",
-    "multiple",
-    "parallel",
-    "parallel_multiple",
-    "live_simple",
-    "live_multiple",
-    "live_parallel",
-    "live_parallel_multiple",
-]
+CATEGORIES = list(AST_CATEGORIES)
 
 # Runs inside the reference virtualenv: reads cases, writes the reference's verdicts.
 _REFERENCE_DRIVER = r'''

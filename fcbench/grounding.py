@@ -16,8 +16,9 @@ import json
 import re
 from dataclasses import dataclass
 from datetime import date
-from typing import Any, Iterator
+from typing import Any
 
+from fcbench.json_values import json_leaves
 from fcbench.references import parse_reference
 from fcbench.sample import Sample
 
@@ -63,18 +64,6 @@ def dates_spelled_in(text: str) -> set[str]:
 
 def _numbers_in(text: str) -> set[float]:
     return {float(token.replace(",", "")) for token in _NUMBER.findall(text)}
-
-
-def json_leaves(value: Any) -> Iterator[Any]:
-    """Every scalar inside a JSON value (dict values and list items, depth first)."""
-    if isinstance(value, dict):
-        for item in value.values():
-            yield from json_leaves(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from json_leaves(item)
-    else:
-        yield value
 
 
 class _Evidence:

@@ -28,6 +28,7 @@ from fcbench.catalog.openai import openai_tool_param
 from fcbench.config import PipelineConfig
 from fcbench.environments import Environment
 from fcbench.errors import UserError
+from fcbench.json_values import json_leaves_with_paths
 from fcbench.jsonl import write_json, write_json_lines
 from fcbench.llm.prompts import PromptFile
 from fcbench.references import format_reference
@@ -388,14 +389,6 @@ def _tool_arguments(call: Any, names: set[str]) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------- literal values -> references
-def _leaves(value: Any, path: tuple[str | int, ...] = ()) -> list[tuple[tuple[str | int, ...], Any]]:
-    if isinstance(value, dict):
-        return [leaf for key, item in value.items() for leaf in _leaves(item, path + (key,))]
-    if isinstance(value, list):
-        return [leaf for i, item in enumerate(value) for leaf in _leaves(item, path + (i,))]
-    return [(path, value)]
-
-
 def _worth_referencing(value: Any, query: str) -> bool:
     """Ids, tokens, slugs and coordinates: values a user does not say and a response gives."""
     if isinstance(value, bool) or value is None:
@@ -429,5 +422,5 @@ def reference_earlier_outputs(steps: list[list[Call]], query: str) -> list[list[
                         break
             new_step.append(call.model_copy(update={"arguments": arguments}))
         rewritten.append(new_step)
-        seen.extend((call.label, _leaves(call.response)) for call in step)
+        seen.extend((call.label, list(json_leaves_with_paths(call.response))) for call in step)
     return rewritten

@@ -40,8 +40,8 @@ def test_numbers_with_tolerance():
 
 
 def test_round_to_gold_mode_rounds_the_prediction_to_the_gold_decimals():
-    assert gold_decimals(13.75) == 2 and gold_decimals(6400.0) == 1 and gold_decimals(7) == 0
-    assert gold_decimals(1e-05) == 5 and gold_decimals(0.16666666666666666) == 17
+    assert gold_decimals(13.75) == 2 and gold_decimals(6400.0) == 1 and gold_decimals(7) is None
+    assert gold_decimals(1e-05) is None and gold_decimals(0.16666666666666666) == 17  # exponent notation states no rounding
     assert answers_match(13.753521126760564, 13.75, NESTFUL_COMPARISON)  # a real NESTful sample
     assert not answers_match(13.753521126760564, 13.75)  # with tolerance it differs
     assert answers_match(6399.96, 6400.0, NESTFUL_COMPARISON)
@@ -179,3 +179,23 @@ def test_many_samples_at_once_keep_their_order():
     results = execute_gold_paths(samples, FunctionEnvironment(FUNCTIONS))
     assert [result.sample.id for result in results] == ["s0", "s1", "s2", "s3", "s4"]
     assert all(result.matches_gold() for result in results)
+
+
+def test_round_to_gold_does_not_round_against_an_int_or_exponent_gold():
+    """The filter once kept 2.4 for a gold 2 and 1.2e-05 for 1e-05 while the scorer counted both as
+    losses; the one comparison now says no to both, as the scorer did."""
+    assert not answers_match(2.4, 2, NESTFUL_COMPARISON)
+    assert not answers_match(1.2e-05, 1e-05, NESTFUL_COMPARISON)
+    assert answers_match(2.0000000001, 2, NESTFUL_COMPARISON)  # float noise only
+    assert not answers_match(10**30 + 1, 10**30, NESTFUL_COMPARISON)  # ints are exact
+
+
+def test_filter_verdict_equals_nestful_scorer_verdict_on_the_same_answers():
+    """A sample the filter keeps must be a sample the right answer wins in the scorer."""
+    from fcbench.score.nestful import final_answers_match
+
+    cases = [(2.4, 2), (1.2e-05, 1e-05), (13.753521126760564, 13.75), (6399.96, 6400.0), (6399.94, 6400.0),
+             (40.4, 40), (40.0000000001, 40), (True, 1), ((5, 4), [5, 4]), ("0009", 9), (None, None),
+             ([1.0, {"a": 2.004}], [1, {"a": 2.0}]), (float("inf"), float("inf")), (10**400, 10**400)]
+    for predicted, gold in cases:
+        assert answers_match(predicted, gold, NESTFUL_COMPARISON) == final_answers_match(predicted, gold), (predicted, gold)

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from enum import Enum
 from typing import Any, Callable, Iterator, Mapping, NamedTuple, Sequence
 
+from fcbench.json_values import normalise_json  # noqa: F401 (part of this module's interface)
 from fcbench.resolve import CallSite, PathIndex, UnresolvedReference, resolve_arguments
 
 
@@ -462,17 +463,6 @@ def with_defaults(arguments: Mapping[str, Any], parameters: Mapping[str, Any] | 
         if name not in filled and isinstance(schema, Mapping) and "default" in schema:
             filled[name] = schema["default"]
     return filled
-
-
-def normalise_json(value: Any) -> Any:
-    """A JSON value with numbers in one spelling: 1.0 -> 1, -0.0 -> 0 (bool stays bool)."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {str(key): normalise_json(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [normalise_json(item) for item in value]
-    return value
 
 
 def canonical_call_key(

@@ -47,6 +47,17 @@ DEFAULT_OMIT_INDEX = 0
 GOLD_UNKNOWN = "unknown"  # meta["bfcl"]["gold"]: the category has answers but none were read
 MULTI_TURN_DOC_DIR = "multi_turn_func_doc"
 _MULTI_TURN_KEYS = ("initial_config", "path", "involved_classes", "excluded_function")
+# The single-turn categories whose published possible answers the AST checker grades against.
+AST_CATEGORIES = (
+    "simple_python",
+    "multiple",
+    "parallel",
+    "parallel_multiple",
+    "live_simple",
+    "live_multiple",
+    "live_parallel",
+    "live_parallel_multiple",
+)
 
 
 class ItemError(ValueError):

@@ -34,13 +34,13 @@ Where default differs from compat, and why (each place is marked `DIFFERS FROM C
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
 from dataclasses import dataclass, field
-from numbers import Real
 from typing import Any, Callable, Iterable
 
+from fcbench.answers import NESTFUL_COMPARISON, NESTFUL_REFERENCE_COMPARISON, answers_match
 from fcbench.environments import Environment, PlannedCall
+from fcbench.json_values import normalise_json
 from fcbench.errors import UserError
 from fcbench.references import format_reference, parse_reference
 from fcbench.sample import Sample, Tool, sample_from_dict
@@ -326,17 +326,7 @@ def _ground_value(value: Any, name_by_label: dict[str, str]) -> Any:
 
 def _canonical_value(value: Any) -> str:
     """A value's comparison key: JSON with sorted keys, integral floats as ints (80.0 == 80)."""
-    return json.dumps(_integral_floats_as_ints(value), sort_keys=True, ensure_ascii=False)
-
-
-def _integral_floats_as_ints(value: Any) -> Any:
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {str(key): _integral_floats_as_ints(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_integral_floats_as_ints(item) for item in value]
-    return value
+    return json.dumps(normalise_json(value), sort_keys=True, ensure_ascii=False)
 
 
 def _signature(call: tuple[str, dict[str, Any]]) -> str:
@@ -387,44 +377,8 @@ def default_win(predicted: list[dict[str, Any]], gold: NestfulGold, executor: Ex
 
 
 def final_answers_match(predicted: Any, gold: Any) -> bool:
-    """Equality of final answers, tolerant where the gold is a rounded number: a float gold is
-    matched by the prediction rounded to the gold's decimals (as the reference does), and numbers
-    also match when they are close (1e-9 relative). Booleans only equal booleans; tuples equal lists."""
-    if isinstance(gold, bool) or isinstance(predicted, bool):
-        return isinstance(gold, bool) and isinstance(predicted, bool) and gold == predicted
-    if _is_number(gold) and _is_number(predicted):
-        if isinstance(gold, int) and isinstance(predicted, int):
-            return gold == predicted  # exact, also beyond float range
-        try:
-            return _numbers_match(float(predicted), gold)
-        except OverflowError:  # an int too large for a float against a float gold
-            return False
-    if isinstance(gold, (list, tuple)) and isinstance(predicted, (list, tuple)):
-        return len(gold) == len(predicted) and all(final_answers_match(p, g) for p, g in zip(predicted, gold))
-    if isinstance(gold, dict) and isinstance(predicted, dict):
-        return gold.keys() == predicted.keys() and all(final_answers_match(predicted[k], gold[k]) for k in gold)
-    return type(gold) is type(predicted) and gold == predicted
-
-
-def _numbers_match(predicted: float, gold: int | float) -> bool:
-    if not math.isfinite(predicted) or not math.isfinite(float(gold)):
-        return predicted == gold
-    if isinstance(gold, float):
-        decimals = _decimals(gold)
-        if decimals is not None and round(predicted, decimals) == gold:
-            return True
-    return math.isclose(predicted, gold, rel_tol=1e-9, abs_tol=1e-12)
-
-
-def _decimals(number: float) -> int | None:
-    text = repr(number)
-    if "e" in text or "." not in text:
-        return None
-    return len(text.split(".")[1])
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, Real) and not isinstance(value, bool)
+    """The one answer comparison (fcbench.answers) with NESTful's rounding, as the filter uses it."""
+    return answers_match(predicted, gold, NESTFUL_COMPARISON)
 
 
 def _mean(values: Iterable[float]) -> float:
@@ -719,17 +673,6 @@ def _reference_complete(value: Any) -> Any:
 
 
 def reference_answers_equal(predicted: Any, gold: Any) -> bool:
-    """`pred == gold` after rounding a float prediction to a float gold's decimals, or a tuple
-    prediction turned into lists. (A gold such as 1e-05 has no '.' in its text and makes the
-    reference crash; here it is compared unrounded.)"""
-    if type(gold) is float and type(predicted) is float:
-        decimals = _decimals(gold)
-        if decimals is not None:
-            predicted = round(predicted, decimals)
-    if predicted == gold:
-        return True
-    return type(predicted) is tuple and type(gold) is list and _as_lists(predicted) == gold
-
-
-def _as_lists(value: Any) -> Any:
-    return [_as_lists(item) for item in value] if isinstance(value, (list, tuple)) else value
+    """The reference scorer's `pred == gold` after top-level rounding (fcbench.answers,
+    REFERENCE_EQUALITY)."""
+    return answers_match(predicted, gold, NESTFUL_REFERENCE_COMPARISON)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from conftest import EXTERNAL
 
+from fcbench.formats.bfcl import AST_CATEGORIES
 from fcbench.score.bfcl import (
     BfclSchemaError,
     category_from_id,
@@ -22,16 +23,7 @@ from fcbench.score.bfcl import (
 )
 
 BFCL = EXTERNAL / "bfcl"
-CATEGORIES_WITH_ANSWERS = [
-    "simple_python",
-    "multiple",
-    "parallel",
-    "parallel_multiple",
-    "live_simple",
-    "live_multiple",
-    "live_parallel",
-    "live_parallel_multiple",
-]
+CATEGORIES_WITH_ANSWERS = list(AST_CATEGORIES)
 ITEM_COUNTS = {
     "simple_python": 400,
     "multiple": 200,
