@@ -8,23 +8,25 @@ bounded, retried, and accounted.
   (model, messages, tools, sampling parameters, seed, prompt file hash, sample index, attempt), so
   a re-run after a kill re-sends only what had no answer.
 - At most `llm.concurrency` requests are in flight (a semaphore held only while sending, not while
-  waiting to retry). The SDK's own retries are off (`max_retries=0`): the retries here are the only
-  ones, and each is counted. 429/503 wait for `Retry-After`; 500s, timeouts, dropped connections
-  and malformed bodies back off exponentially with jitter; all waits are `asyncio.sleep`.
+  waiting to retry). The SDK's own retries are off (`max_retries=0`): retries are `tenacity`'s,
+  driven by `should_retry` (429, 5xx, 408, timeouts, dropped connections, malformed bodies; never
+  another 4xx), and each is counted. 429/503 wait for `Retry-After`; the rest back off
+  exponentially with jitter; all waits are `asyncio.sleep`.
 - A caller's `parse` callable turns a completion into its result or raises `ParseError`; the
   request is then asked again as attempt k (its own cache row and a derived seed, so a seeded
   endpoint does not repeat itself) and, after `parse_attempts`, returned as an `LLMRejection`
   keeping the raw text. Nothing is dropped.
 - Requests go out through the SDK's documented `client.post` (auth, headers, error classes as
-  `chat.completions.create`). For a plain-http endpoint on this machine (vLLM, Ollama, the mock
-  server) the SDK's HTTP client gets a lean keep-alive transport (`LocalHTTPTransport`): there
-  the client's CPU per request is what limits throughput.
+  `chat.completions.create`) on the SDK's own httpx client, its keep-alive pool sized to
+  `llm.concurrency` so every request in flight reuses a connection (bench/llm_throughput.py: 0.95
+  of the ideal rate at 50 in flight against a 200 ms endpoint).
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
+import importlib
 import json
 import logging
 import os
@@ -35,12 +37,12 @@ from typing import Any, Awaitable, Callable, Iterable, Mapping, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 import openai
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from fcbench.config import LLMConfig
 from fcbench.errors import UserError
 from fcbench.llm.accounting import RunAccounting, Usage
 from fcbench.llm.cache import RequestCache, cache_key, canonical_json
-from fcbench.llm.http_transport import HTTP_LIBRARY, LOOPBACK_HOSTS, LocalHTTPTransport, uses_local_transport
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +51,16 @@ log = logging.getLogger(__name__)
 # as given: same auth, headers, timeout and error classes as `chat.completions.create`, without its
 # per-call re-typing of the parameters, which cost a quarter of the client's CPU per request (see
 # bench/README.md) and brings nothing to a body that is already plain JSON.
+def _sdk_http_module() -> Any:
+    """The HTTP library the installed SDK is built on (httpx for openai 1.x and 2.x, its fork httpx2
+    for 3.x), found from the SDK's own client class, so `Limits` and `Response` are the SDK's."""
+    http_client_base = openai.DefaultAsyncHttpxClient.__mro__[1]
+    return importlib.import_module(http_client_base.__module__.split(".")[0])
+
+
+HTTP_LIBRARY = _sdk_http_module()
 _RAW_RESPONSE = HTTP_LIBRARY.Response
+LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # A seeded endpoint gives the same answer to the same request: variants and re-asks need their own
@@ -250,7 +261,20 @@ class _NotRetryable(Exception):
         self.raw_text = raw_text
 
 
-# --------------------------------------------------------------------- plain-HTTP keep-alive transport
+def should_retry(failure: BaseException) -> bool:
+    """Retry what another try may fix: 429/503 (after Retry-After), other 5xx, 408, timeouts,
+    dropped connections, malformed bodies. Never another 4xx, a refused key or a user error."""
+    return isinstance(failure, _Retryable)
+
+
+def sdk_http_client(concurrency: int) -> Any:
+    """The SDK's httpx client with a keep-alive pool as large as the requests in flight (the
+    SDK's default keeps 20 idle connections: with more in flight, the rest reconnect each time)."""
+    limits = HTTP_LIBRARY.Limits(max_connections=concurrency, max_keepalive_connections=concurrency,
+                                 keepalive_expiry=30.0)
+    return openai.DefaultAsyncHttpxClient(limits=limits)
+
+
 # ------------------------------------------------------------------------ tool-call messages
 def tool_call_ids(tool_calls: Sequence[ToolCall], turn: int) -> list[str]:
     """The ids the `tool` messages answer; some servers send none or repeat one, and every tool
@@ -298,10 +322,8 @@ class LLMClient:
         self._rng = random.Random(jitter_seed)
         self._semaphore = asyncio.Semaphore(config.concurrency)
         self._reached = False  # any HTTP answer yet: tells "unreachable" from "dropped mid-run"
-        http_client = (openai.DefaultAsyncHttpxClient(transport=LocalHTTPTransport())
-                       if uses_local_transport(self.endpoint.base_url) else None)
         self._sdk = openai.AsyncOpenAI(api_key=key, base_url=self.endpoint.base_url, max_retries=0, timeout=timeout_s,
-                                       http_client=http_client)
+                                       http_client=sdk_http_client(config.concurrency))
 
     async def __aenter__(self) -> LLMClient:
         return self
@@ -416,22 +438,40 @@ class LLMClient:
     async def _send_with_retries(self, payload: dict[str, Any], request: ChatRequest,
                                  attempt: int) -> tuple[dict[str, Any], str] | LLMRejection:
         tries = self.retry.max_retries + 1
-        for number in range(1, tries + 1):
-            try:
-                return await self._send_once(payload)
-            except _NotRetryable as failure:
-                return LLMRejection(request, failure.reason, failure.raw_text, attempt + 1)
-            except _Retryable as failure:
-                if number == tries:
-                    if failure.reason == "connection error" and not self._reached:
-                        raise UserError(f"cannot reach the LLM endpoint at {display_url(self.endpoint.base_url)}") from None
-                    return LLMRejection(request, f"{failure.reason} after {tries} tries", failure.raw_text, attempt + 1)
-                wait = failure.wait_s if failure.wait_s is not None else self.retry.backoff_s(number, self._rng)
-                self.accounting.retries[failure.reason] += 1
-                log.info("LLM request failed (%s); retry %d/%d in %.2f s", failure.reason, number,
-                         self.retry.max_retries, wait)
-                await asyncio.sleep(wait)
-        raise AssertionError("unreachable")  # the loop returns on success or on the last try
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(tries),
+            retry=retry_if_exception(should_retry),
+            wait=self._wait_s,
+            before_sleep=self._count_retry,
+            sleep=asyncio.sleep,
+            reraise=True,
+        )
+        try:
+            async for try_ in retrying:
+                with try_:
+                    return await self._send_once(payload)
+        except _NotRetryable as failure:
+            return LLMRejection(request, failure.reason, failure.raw_text, attempt + 1)
+        except _Retryable as failure:
+            if failure.reason == "connection error" and not self._reached:
+                raise UserError(f"cannot reach the LLM endpoint at {display_url(self.endpoint.base_url)}") from None
+            return LLMRejection(request, f"{failure.reason} after {tries} tries", failure.raw_text, attempt + 1)
+        raise AssertionError("unreachable")  # tenacity returns on success or re-raises the last failure
+
+    def _wait_s(self, state: RetryCallState) -> float:
+        """What the server asked for (Retry-After), else exponential backoff with jitter."""
+        failure = state.outcome.exception() if state.outcome else None
+        if isinstance(failure, _Retryable) and failure.wait_s is not None:
+            return failure.wait_s
+        return self.retry.backoff_s(state.attempt_number, self._rng)
+
+    def _count_retry(self, state: RetryCallState) -> None:
+        failure = state.outcome.exception() if state.outcome else None
+        reason = failure.reason if isinstance(failure, _Retryable) else type(failure).__name__
+        self.accounting.retries[reason] += 1
+        wait = state.next_action.sleep if state.next_action else 0.0
+        log.info("LLM request failed (%s); retry %d/%d in %.2f s", reason, state.attempt_number,
+                 self.retry.max_retries, wait)
 
     async def _send_once(self, payload: dict[str, Any]) -> tuple[dict[str, Any], str]:
         """One HTTP request: the completion body (parsed, and as received), or a failure (`_Retryable`, `_NotRetryable`, or

@@ -248,6 +248,7 @@ class ServerStats:
 
     chat_requests: int = 0
     model_requests: int = 0
+    connections: int = 0  # TCP connections accepted: tells a client that keeps them alive from one that does not
     by_status: dict[str, int] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -259,7 +260,7 @@ class ServerStats:
     def as_dict(self) -> dict[str, Any]:
         with self.lock:
             return {"chat_requests": self.chat_requests, "model_requests": self.model_requests,
-                    "by_status": dict(self.by_status)}
+                    "connections": self.connections, "by_status": dict(self.by_status)}
 
 
 class MockLLMServer:
@@ -359,6 +360,12 @@ class _Handler(BaseHTTPRequestHandler):
     # ACK (~40 ms on Linux), which would add 40 ms to every answer.
     disable_nagle_algorithm = True
     server: _QuietThreadingServer
+
+    def setup(self) -> None:
+        super().setup()
+        stats = self.server.mock.stats
+        with stats.lock:
+            stats.connections += 1
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # no access log: nothing of a request (let alone its Authorization header) is printed
