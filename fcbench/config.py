@@ -87,6 +87,18 @@ class PricesConfig(_Config):
 
     input_per_million: float = Field(0.0, ge=0)
     output_per_million: float = Field(0.0, ge=0)
+    batch_discount: float = Field(0.5, ge=0, le=1)  # Batch API price as a share of the online price
+
+
+class BatchConfig(_Config):
+    """The OpenAI Batch API (`llm.mode: batch`): limits of one input file, and polling."""
+
+    max_requests_per_file: int = Field(50_000, ge=1, le=50_000)
+    max_bytes_per_file: int = Field(200_000_000, ge=1_000, le=200_000_000)
+    completion_window: Literal["24h"] = "24h"
+    poll_interval_s: float = Field(5.0, gt=0, le=3600)  # first wait; grows 1.5x a poll
+    max_poll_interval_s: float = Field(120.0, gt=0, le=3600)
+    gather_window_s: float = Field(0.05, ge=0, le=60)  # requests arriving this close together share a batch
 
 
 class LLMConfig(_Config):
@@ -103,6 +115,10 @@ class LLMConfig(_Config):
     concurrency: int = Field(4, ge=1)
     max_retries: int = Field(5, ge=0)
     prices: PricesConfig = Field(default_factory=PricesConfig)
+    # online: one HTTP request per call; batch: the stage's requests go through the Batch API
+    # (half the price, answers within the completion window), into the same request cache.
+    mode: Literal["online", "batch"] = "online"
+    batch: BatchConfig = Field(default_factory=BatchConfig)
 
     @field_validator("api_key", mode="before")
     @classmethod

@@ -336,7 +336,7 @@ async def _run_samples(llm: LLMClient, samples: Sequence[Sample], settings: Mapp
             if progress is not None:
                 progress(done, total)
 
-    await run_workers(worker, llm.config.concurrency)
+    await run_workers(worker, llm.parallelism)
     return unanswered
 
 

@@ -16,6 +16,9 @@ bounded, retried, and accounted.
   request is then asked again as attempt k (its own cache row and a derived seed, so a seeded
   endpoint does not repeat itself) and, after `parse_attempts`, returned as an `LLMRejection`
   keeping the raw text. Nothing is dropped.
+- `llm.mode: batch` sends the same requests through the OpenAI Batch API instead (`batch.py`): same
+  cache keys and rows, same parse re-asks and retry budget, cost at batch prices; a request waits
+  for the batch that carries it, so the stages do not know which mode runs.
 - Requests go out through the SDK's documented `client.post` (auth, headers, error classes as
   `chat.completions.create`) on the SDK's own httpx client, its keep-alive pool sized to
   `llm.concurrency` so every request in flight reuses a connection (bench/llm_throughput.py: 0.95
@@ -42,6 +45,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 from fcbench.config import LLMConfig
 from fcbench.errors import UserError
 from fcbench.llm.accounting import RunAccounting, Usage
+from fcbench.llm.batch import BatchAnswer, BatchLedger, BatchSender
 from fcbench.llm.cache import RequestCache, cache_key, canonical_json
 
 log = logging.getLogger(__name__)
@@ -324,6 +328,12 @@ class LLMClient:
         self._reached = False  # any HTTP answer yet: tells "unreachable" from "dropped mid-run"
         self._sdk = openai.AsyncOpenAI(api_key=key, base_url=self.endpoint.base_url, max_retries=0, timeout=timeout_s,
                                        http_client=sdk_http_client(config.concurrency))
+        self._batch: BatchSender | None = None
+        if config.mode == "batch":
+            if cache is None:
+                raise UserError("llm.mode: batch needs the request cache (answers arrive later, into the cache)")
+            self._ledger = BatchLedger(cache.path)
+            self._batch = BatchSender(self._sdk, cache, self._ledger, config.batch, check_completion_text)
 
     async def __aenter__(self) -> LLMClient:
         return self
@@ -333,6 +343,17 @@ class LLMClient:
 
     async def aclose(self) -> None:
         await self._sdk.close()
+        if self._batch is not None:
+            self._ledger.close()
+
+    @property
+    def parallelism(self) -> int:
+        """How many requests a stage should have waiting at once: `llm.concurrency` online; in batch
+        mode as many as fit in one batch file (capped: each waiting request is a coroutine), since
+        the requests waiting together are what one batch carries."""
+        if self._batch is None:
+            return self.config.concurrency
+        return min(self.config.batch.max_requests_per_file, 5_000)
 
     def provenance(self) -> dict[str, Any]:
         """What a generated sample records about its model (never the key)."""
@@ -340,8 +361,10 @@ class LLMClient:
                 "temperature": self.config.temperature, "seed": self.config.seed, "max_tokens": self.config.max_tokens}
 
     def summary(self) -> dict[str, Any]:
+        batch = ({"mode": "batch", "batches_submitted": self._batch.batches_submitted,
+                  "batches_resumed": self._batch.batches_resumed} if self._batch is not None else {"mode": "online"})
         return {"model": self.config.model, "base_url": display_url(self.endpoint.base_url),
-                **self.accounting.as_dict()}
+                **batch, **self.accounting.as_dict()}
 
     # ------------------------------------------------------------------------------ batches
     async def run(self, requests: Iterable[ChatRequest], on_outcome: Callable[[int, Outcome], Any],
@@ -356,7 +379,7 @@ class LLMClient:
             for index, request in pending:
                 on_outcome(index, await self.complete(request, parse))
 
-        await run_workers(worker, self.config.concurrency)
+        await run_workers(worker, self.parallelism)
 
     async def complete_all(self, requests: Sequence[ChatRequest], parse: Parse | None = None) -> list[Outcome]:
         """The outcomes in request order."""
@@ -426,6 +449,8 @@ class LLMClient:
             if cached is not None:
                 self.accounting.add_cached(Usage.from_completion(cached))
                 return completion_from_body(cached), True
+        if self._batch is not None:
+            return await self._answer_by_batch(key, key_text, request, attempt)
         sent = await self._send_with_retries(self.request_payload(request, attempt), request, attempt)
         if isinstance(sent, LLMRejection):
             return sent
@@ -434,6 +459,23 @@ class LLMClient:
             self.cache.put(key, key_text, body_text)  # now, not at the end: a kill must not lose it
         self.accounting.add_received(Usage.from_completion(body))
         return completion_from_body(body), False
+
+    async def _answer_by_batch(self, key: str, key_text: str, request: ChatRequest,
+                               attempt: int) -> tuple[Completion, bool] | LLMRejection:
+        """The Batch API's answer (already cached by the sender); a failed item is sent again in a
+        later batch while the retry budget lasts, like a failed online request."""
+        assert self._batch is not None
+        tries = self.retry.max_retries + 1
+        for number in range(1, tries + 1):
+            outcome = await self._batch.answer(key, key_text, self.request_payload(request, attempt))
+            if isinstance(outcome, BatchAnswer):
+                self.accounting.add_received(Usage.from_completion(outcome.body), batch=True)
+                return completion_from_body(outcome.body), False
+            if not outcome.retryable:
+                return LLMRejection(request, outcome.reason, self._scrub(outcome.raw_text), attempt + 1)
+            if number < tries:
+                self.accounting.retries[outcome.reason] += 1
+        return LLMRejection(request, f"{outcome.reason} after {tries} tries", self._scrub(outcome.raw_text), attempt + 1)
 
     async def _send_with_retries(self, payload: dict[str, Any], request: ChatRequest,
                                  attempt: int) -> tuple[dict[str, Any], str] | LLMRejection:

@@ -1,8 +1,10 @@
 """A local OpenAI-compatible chat server for tests, benchmarks and dry runs of a pipeline.
 
-It serves `POST /v1/chat/completions` (text answers and `tool_calls`), `GET /v1/models`, and
-`GET /_stats` (how many requests it served, by HTTP status) over real HTTP on 127.0.0.1, so the
-`openai` SDK is exercised exactly as against vLLM, Ollama or OpenAI.
+It serves `POST /v1/chat/completions` (text answers and `tool_calls`), `GET /v1/models`, the Files
+and Batches API (`/v1/files`, `/v1/batches`: see `mock_batches`), and `GET /_stats` (how many
+requests it served, by HTTP status) over real HTTP on 127.0.0.1, so the `openai` SDK is exercised
+exactly as against vLLM, Ollama or OpenAI. Every completion carries `system_fingerprint:
+"fcbench-mock"`: the accounting bills nothing for answers from this server.
 
 What it answers comes from a *script*: rules tried in order, the first that matches wins.
 
@@ -37,6 +39,8 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 
 from fcbench.errors import UserError
 from fcbench.jsonl import iter_json_lines
+from fcbench.llm.accounting import MOCK_FINGERPRINT
+from fcbench.llm.mock_batches import MockBatchStore, parse_multipart
 
 DEFAULT_MODEL = "mock-model"
 MalformedKind = Literal["invalid_json", "missing_choices"]
@@ -197,8 +201,10 @@ def estimate_tokens(text: str) -> int:
     return max(1, math.ceil(len(text) / 4))
 
 
-def completion_body(body: Mapping[str, Any], reply: Reply, call_index: int) -> dict[str, Any]:
-    """The JSON of a successful chat completion for `reply`."""
+def completion_body(body: Mapping[str, Any], reply: Reply, call_index: int,
+                    fingerprint: str | None = MOCK_FINGERPRINT) -> dict[str, Any]:
+    """The JSON of a successful chat completion for `reply` (`fingerprint` None: unmarked, billed as a
+    paid endpoint would be)."""
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
     answer_text = reply.content or ""
     if reply.tool_calls:
@@ -220,6 +226,7 @@ def completion_body(body: Mapping[str, Any], reply: Reply, call_index: int) -> d
         "choices": [{"index": 0, "message": message, "logprobs": None,
                      "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
         "usage": usage,
+        **({"system_fingerprint": fingerprint} if fingerprint else {}),
     }
 
 
@@ -271,7 +278,9 @@ class MockLLMServer:
 
     def __init__(self, rules: Sequence[ScriptRule | Mapping[str, Any]] = (), *, responder: Responder | None = None,
                  default: DefaultRule = "plan", latency_ms: float = 0.0, port: int = 0,
-                 api_key: str | None = None, models: Sequence[str] = (DEFAULT_MODEL,)) -> None:
+                 api_key: str | None = None, models: Sequence[str] = (DEFAULT_MODEL,),
+                 batch_faults: Sequence[str] = (), batch_processing_s: float = 0.0,
+                 billed: bool = False) -> None:
         self.rules = [rule if isinstance(rule, ScriptRule) else rule_from_dict(rule, f"rule {number + 1}")
                       for number, rule in enumerate(rules)]
         self.responder = responder
@@ -280,6 +289,10 @@ class MockLLMServer:
         self.api_key = api_key
         self.models = list(models)
         self.stats = ServerStats()
+        self.batches = MockBatchStore(batch_faults, batch_processing_s)
+        # Unbilled by default (its answers carry the mock's fingerprint); `billed=True` stands in
+        # for a paid endpoint, to test what a run costs.
+        self.fingerprint = None if billed else MOCK_FINGERPRINT
         self._calls = 0
         self._rules_lock = threading.Lock()
         self._http = _QuietThreadingServer(("127.0.0.1", port), _Handler)
@@ -337,6 +350,19 @@ class MockLLMServer:
                 return (answer if isinstance(answer, Reply) else reply_from_dict(answer)), call_index
         return default_reply(body, self.default), call_index
 
+    def answer_line(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """One request of a batch, answered by the same script as an online request."""
+        problem = request_problem(body)
+        if problem:
+            return 400, error_body(400, problem)
+        reply, call_index = self.choose_reply(body)
+        if reply.status != 200:
+            return reply.status, error_body(reply.status, f"mock error {reply.status}")
+        if not reply.has_answer:
+            fallback = default_reply(body, self.default)
+            reply = replace(reply, content=fallback.content, tool_calls=fallback.tool_calls)
+        return 200, completion_body(body, reply, call_index, self.fingerprint)
+
     def key_accepted(self, authorization: str | None) -> bool:
         if self.api_key is None:
             return True
@@ -372,8 +398,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         mock = self.server.mock
-        if self.path.rstrip("/") == "/_stats":
-            self._send_json(200, mock.stats.as_dict())
+        path = self.path.rstrip("/")
+        if path == "/_stats":
+            self._send_json(200, {**mock.stats.as_dict(), **mock.batches.stats()})
+        elif path.startswith(("/v1/files/", "/v1/batches/")):
+            self._get_batch_resource(path)
         elif self.path.rstrip("/") == "/v1/models":
             with mock.stats.lock:
                 mock.stats.model_requests += 1
@@ -389,7 +418,11 @@ class _Handler(BaseHTTPRequestHandler):
         mock = self.server.mock
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        if self.path.rstrip("/") != "/v1/chat/completions":
+        path = self.path.rstrip("/")
+        if path.startswith(("/v1/files", "/v1/batches")):
+            self._post_batch_resource(path, raw)
+            return
+        if path != "/v1/chat/completions":
             self._send_json(404, error_body(404, f"no route {self.path}"))
             return
         try:
@@ -418,6 +451,59 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(delay)
         self._answer(body, reply, call_index)
 
+    # ------------------------------------------------------------------ Files and Batches API
+    def _get_batch_resource(self, path: str) -> None:
+        mock = self.server.mock
+        if not mock.key_accepted(self.headers.get("Authorization")):
+            self._send_json(401, error_body(401, "Incorrect API key provided."))
+            return
+        parts = path.split("/")  # ["", "v1", "files"|"batches", id, ("content")?]
+        if parts[2] == "files":
+            stored = mock.batches.file(parts[3])
+            if stored is None:
+                self._send_json(404, error_body(404, f"no file {parts[3]}"))
+            elif len(parts) == 5 and parts[4] == "content":
+                self._send_bytes(200, stored.data, "application/octet-stream")
+            else:
+                self._send_json(200, stored.as_object())
+            return
+        batch = mock.batches.retrieve(parts[3], mock.answer_line)
+        if batch is None:
+            self._send_json(404, error_body(404, f"no batch {parts[3]}"))
+        else:
+            self._send_json(200, batch)
+
+    def _post_batch_resource(self, path: str, raw: bytes) -> None:
+        mock = self.server.mock
+        if not mock.key_accepted(self.headers.get("Authorization")):
+            self._send_json(401, error_body(401, "Incorrect API key provided."))
+            return
+        if path == "/v1/files":
+            fields = parse_multipart(self.headers.get("Content-Type", ""), raw)
+            if "file" not in fields:
+                self._send_json(400, error_body(400, "multipart field 'file' is missing"))
+                return
+            filename, data = fields["file"]
+            purpose = fields.get("purpose", (None, b"batch"))[1].decode("utf-8")
+            self._send_json(200, mock.batches.upload(purpose, filename or "upload.jsonl", data))
+            return
+        if path == "/v1/batches":
+            try:
+                request = json.loads(raw or b"{}")
+            except json.JSONDecodeError:
+                self._send_json(400, error_body(400, "request body is not JSON"))
+                return
+            status, answer = mock.batches.create(request if isinstance(request, dict) else {})
+            self._send_json(status, answer)
+            return
+        parts = path.split("/")
+        if len(parts) == 5 and parts[2] == "batches" and parts[4] == "cancel":
+            batch = mock.batches.cancel(parts[3])
+            if batch is not None:
+                self._send_json(200, batch)
+                return
+        self._send_json(404, error_body(404, f"no route {self.path}"))
+
     def _answer(self, body: Mapping[str, Any], reply: Reply, call_index: int) -> None:
         if reply.status != 200:
             headers = {"Retry-After": _seconds_text(reply.retry_after)} if reply.retry_after is not None else {}
@@ -430,7 +516,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not reply.has_answer:
             fallback = default_reply(body, self.server.mock.default)
             reply = replace(reply, content=fallback.content, tool_calls=fallback.tool_calls)
-        completion = completion_body(body, reply, call_index)
+        completion = completion_body(body, reply, call_index, self.server.mock.fingerprint)
         if reply.malformed == "missing_choices":
             completion.pop("choices")
         self._send_json(200, completion)

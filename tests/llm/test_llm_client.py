@@ -317,7 +317,8 @@ def test_the_key_never_reaches_anything_written(tmp_path: Path, caplog: pytest.L
 def test_tokens_and_cost_are_summed_and_cache_hits_cost_nothing(tmp_path: Path) -> None:
     prices = PricesConfig(input_per_million=2.0, output_per_million=8.0)
     usage = {"prompt_tokens": 100, "completion_tokens": 20}
-    with MockLLMServer(rules({"times": 1, "status": 500}, {"usage": usage})) as server:
+    # billed=True: the server stands in for a paid endpoint (the mock itself is free, see below)
+    with MockLLMServer(rules({"times": 1, "status": 500}, {"usage": usage}), billed=True) as server:
         with RequestCache(tmp_path / "cache.db") as cache:
             _, summary = run(config(server, prices=prices), [ask(f"q{n}") for n in range(3)], cache=cache)
             _, replayed = run(config(server, prices=prices), [ask(f"q{n}") for n in range(3)], cache=cache)
@@ -326,6 +327,14 @@ def test_tokens_and_cost_are_summed_and_cache_hits_cost_nothing(tmp_path: Path) 
     assert summary["requests_sent"] == 4 and summary["answers_received"] == 3  # the 500 costs a request, no tokens
     assert replayed["cost_usd"] == 0 and replayed["saved_by_cache_usd"] == pytest.approx(0.00108)
     assert replayed["tokens"]["cached_prompt"] == 300
+
+
+def test_a_run_against_the_local_mock_server_is_not_billed() -> None:
+    prices = PricesConfig(input_per_million=2.0, output_per_million=8.0)
+    with MockLLMServer(rules({"usage": {"prompt_tokens": 100, "completion_tokens": 20}})) as server:
+        _, summary = run(config(server, prices=prices), [ask(f"q{n}") for n in range(3)])
+    assert summary["tokens"]["prompt"] == 300 and summary["cost_usd"] == 0
+    assert summary["unbilled_answers"] == 3 and "mock server" in summary["unbilled_because"]
 
 
 def test_estimated_usage_is_reported_by_the_server_and_summed() -> None:

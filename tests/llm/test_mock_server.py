@@ -206,7 +206,8 @@ def test_stats_count_every_chat_request_by_status() -> None:
         stats = get_json(server, "/_stats")
     connections = stats.pop("connections")
     assert 1 <= connections <= 6  # 5 chat requests (kept alive or not) and the GET /_stats itself
-    assert stats == {"chat_requests": 5, "model_requests": 0, "by_status": {"500": 1, "429": 1, "200": 2, "400": 1}}
+    assert stats == {"chat_requests": 5, "model_requests": 0, "by_status": {"500": 1, "429": 1, "200": 2, "400": 1},
+                     "batches": 0, "batch_lines": 0, "batch_lines_repeated": 0}
     assert bad_status == 400 and json.loads(bad_body)["error"]["message"] == "'messages' must be a list of objects"
 
 
