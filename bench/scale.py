@@ -9,7 +9,7 @@
    round trip of a one-path batch on Ray minus the same on the local pool.
 2. Label Studio on PostgreSQL vs SQLite: push then pull --tasks stage2 tasks (`bench/label_studio.py`'s
    drafts and measures), one server of each kind started by `annotate.studio`.
-3. Batch API vs online: `bench/batch_api.py`'s `measure(n_requests)` when that file exists.
+3. Batch API vs online: `bench/batch_api.py`'s `measure(n_requests)`.
 
 Sections can be skipped (--skip ray,studio,batch). The LAST line is the Ray/local ratio of the
 filter stage. Run:
