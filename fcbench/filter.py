@@ -40,6 +40,12 @@ from fcbench.validate import semantic_problems
 BATCH_SIZE = 128  # samples executed per round trip to the environment, and per journal flush
 
 
+# Verdicts that said "could not decide", not "bad": a re-run decides these samples again instead of
+# reading the verdict back from the journal.
+UNDECIDED_SEMANTIC = "semantic.undecided"
+DECIDE_AGAIN_ON_RERUN = frozenset({UNDECIDED_SEMANTIC})
+
+
 class FilterCategory(str, Enum):
     PASSED = "passed"
     FAILED_FORMAT = "failed_format"
@@ -182,6 +188,9 @@ def _load_journal(path: Path) -> dict[str, dict[str, Any]]:
     done = {}
     for line in iter_json_lines(path):
         if line.error is None and isinstance(line.value, dict) and "key" in line.value:
+            if (line.value.get("verdict") or {}).get("reason") in DECIDE_AGAIN_ON_RERUN:
+                done.pop(line.value["key"], None)
+                continue
             done[line.value["key"]] = line.value
     return done
 
@@ -240,7 +249,10 @@ def _decide_batch(batch: Sequence[tuple[str, Sample | Rejected]], environment: E
             verdict = Verdict(str(item.source), FilterCategory.FAILED_FORMAT, "format.schema", item.reason)
             yield key, {"key": key, "verdict": verdict.to_json(), "sample": item.raw}
             continue
-        verdict = static_verdict(item, settings)
+        try:
+            verdict = static_verdict(item, settings)
+        except Exception as exc:  # one sample the checks cannot handle must not stop the others
+            verdict = Verdict(item.id, FilterCategory.FAILED_FORMAT, "format.unprocessable", f"{type(exc).__name__}: {exc}")
         if not verdict.kept:
             yield key, {"key": key, "verdict": verdict.to_json(), "sample": sample_to_dict(item)}
         else:
@@ -259,7 +271,7 @@ def _decide_batch(batch: Sequence[tuple[str, Sample | Rejected]], environment: E
         for (_, verdict, _), (_, reason, detail) in zip(passed, semantic_check([kept for _, _, kept in passed])):
             if reason:
                 verdict.category, verdict.reason, verdict.detail = FilterCategory.FAILED_SEMANTIC, reason, detail
-            elif detail:  # the judge could not answer: keep the sample, but say so
-                verdict.notes.append(f"semantic check: {detail}")
+            elif detail:  # the judge could not answer: fail closed, and ask again on the next run
+                verdict.category, verdict.reason, verdict.detail = FilterCategory.FAILED_SEMANTIC, UNDECIDED_SEMANTIC, detail
     for key, verdict, kept_sample in decided:
         yield key, {"key": key, "verdict": verdict.to_json(), "sample": sample_to_dict(kept_sample)}

@@ -81,13 +81,13 @@ class _Evidence:
                 self.strings.add(leaf.lower())
                 self.numbers |= _numbers_in(leaf)
             elif isinstance(leaf, (int, float)) and not isinstance(leaf, bool):
-                self.numbers.add(float(leaf))
+                self.numbers.add(leaf)  # exact: int-float comparison in a set needs no float() (10**400 overflows it)
 
     def supports(self, value: Any) -> bool:
         if value is None or isinstance(value, bool) or parse_reference(value) is not None:
             return True
         if isinstance(value, (int, float)):
-            return float(value) in self.numbers
+            return value in self.numbers
         if isinstance(value, str):
             needle = value.strip().lower()
             return (not needle or needle in self.text or needle in self.strings or value in self.dates

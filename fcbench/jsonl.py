@@ -8,10 +8,19 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
+
+
+# Limits a line must keep to be read: past them a line is a reject with its reason (named by file
+# and line), never a crash of the whole command. Generous for real benchmarks (the largest
+# published lines here are under 1 MB and nest under 20 levels).
+MAX_LINE_BYTES = 64 * 1024 * 1024
+MAX_DEPTH = 256
+_BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True)
@@ -23,15 +32,91 @@ class JsonLine:
     error: str | None = None
 
 
+class _BadValue(ValueError):
+    """A line that is JSON but holds a value no reader or writer can carry safely."""
+
+
+def _no_constant(name: str) -> Any:
+    raise _BadValue(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise _BadValue(f"number {text[:40]} is out of range for a float")
+    return value
+
+
+def _check_depth_and_text(value: Any, check_text: bool) -> None:
+    """Nesting within MAX_DEPTH and, when asked, no string that cannot be written as UTF-8 (a lone
+    surrogate such as \\ud800 passes json.loads and crashes every writer later)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise _BadValue(f"nested deeper than {MAX_DEPTH} levels")
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if check_text:
+                    _encodable(key)
+                stack.append((child, depth + 1))
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+        elif check_text and isinstance(item, str):
+            _encodable(item)
+
+
+def _encodable(text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise _BadValue(f"invalid Unicode: lone surrogate {text[exc.start]!r}") from None
+
+
+def parse_json_line(raw: bytes) -> Any:
+    """One JSON document from one line of bytes, or ValueError saying what is wrong with it."""
+    if len(raw) > MAX_LINE_BYTES:
+        raise ValueError(f"line of {len(raw) / 1e6:.1f} MB, over the {MAX_LINE_BYTES // 2**20} MiB limit")
+    nul = raw.find(b"\x00")
+    if nul >= 0:
+        raise ValueError(f"NUL byte at column {nul + 1}")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}; "
+                         f"save the file as UTF-8)") from None
+    try:
+        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels") from None
+    except _BadValue as exc:
+        raise ValueError(str(exc)) from None
+    except ValueError:  # an integer of more digits than Python converts
+        raise ValueError(f"integer of more than {sys.get_int_max_str_digits()} digits") from None
+    try:
+        _check_depth_and_text(value, check_text=b"\\u" in raw and (b"\\ud" in raw.lower()))
+    except _BadValue as exc:
+        raise ValueError(str(exc)) from None
+    return value
+
+
 def iter_json_lines(path: str | Path) -> Iterator[JsonLine]:
-    with open(path, encoding="utf-8") as handle:
-        for line_no, text in enumerate(handle, start=1):
-            if not text.strip():
+    """Every non-blank line of a JSON Lines file, each parsed on its own: a bad line (broken JSON,
+    not UTF-8, NUL byte, NaN/Infinity or an overflowing number, lone surrogate, too deep, too long)
+    is a `JsonLine` with its error and the lines after it are still read. A UTF-8 byte-order mark
+    at the start is skipped."""
+    with open(path, "rb") as handle:
+        for line_no, raw in enumerate(handle, start=1):
+            if line_no == 1 and raw.startswith(_BOM):
+                raw = raw[len(_BOM):]
+            if not raw.strip():
                 continue
             try:
-                yield JsonLine(line_no, json.loads(text))
-            except json.JSONDecodeError as exc:
-                yield JsonLine(line_no, error=f"not valid JSON ({exc.msg} at column {exc.colno})")
+                yield JsonLine(line_no, parse_json_line(raw))
+            except ValueError as exc:
+                yield JsonLine(line_no, error=str(exc))
 
 
 def dumps_line(record: Any) -> str:
@@ -97,15 +182,20 @@ def write_json(path: str | Path, value: Any, *, indent: int | None = None) -> No
 def read_json_or_lines(path: str | Path) -> list[Any]:
     """Read a file that is either one JSON array or JSON Lines (published files use both under
     a `.json` name). Raises ValueError naming the file and line on a broken line."""
-    text = Path(path).read_text(encoding="utf-8")
-    stripped = text.lstrip()
-    if stripped.startswith("["):
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        text = None  # one bad line: read line by line below, which names it
+        stripped = ""
+    else:
+        stripped = text.lstrip()
+    if text is not None and stripped.startswith("["):
         try:
-            value = json.loads(text)
+            value = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
             if isinstance(value, list):
                 return value
-        except json.JSONDecodeError:
-            pass  # a JSON Lines file whose first record is an array: fall through
+        except (json.JSONDecodeError, _BadValue, RecursionError):
+            pass  # a JSON Lines file whose first record is an array (or a bad document): line by line
     records = []
     for line in iter_json_lines(path):
         if line.error:

@@ -192,3 +192,30 @@ def test_the_filter_reads_the_junior_filled_candidates_when_annotators_fill_stag
     config = load_pipelines(pipelines)
     assert filter_input_path(config.get_pipeline("a")).name == "candidates.filled.jsonl"
     assert filter_input_path(config.get_pipeline("b")).name == "candidates.jsonl"
+
+
+def test_an_undecided_semantic_check_rejects_and_is_decided_again_on_a_rerun(tmp_path):
+    """Fail closed: a judge without a usable answer is a reject (`semantic.undecided`), never a
+    pass, and the next run asks again instead of reading that verdict back from the journal."""
+    from fcbench.config import load_pipelines
+    from fcbench.environments.from_config import open_environment
+    from fcbench.filter import FilterPaths, run_filter
+    from fcbench.formats import read_samples
+
+    pipelines = _write_pipeline(tmp_path, one_of_each_failure()[:2])
+    pipeline = load_pipelines(pipelines).get_pipeline("toy")
+    items = list(read_samples(pipeline.resolve("toy/candidates.jsonl"), "fcbench"))
+    judge_answers = iter([["no usable answer from the LLM"] * 2, ["", ""]])
+
+    def semantic_check(samples):
+        details = next(judge_answers)
+        return [(sample.id, None, detail) for sample, detail in zip(samples, details)]
+
+    summaries = []
+    for _ in range(2):
+        with open_environment(pipeline, items) as env:
+            summaries.append(run_filter(items, env, pipeline.stages.filter, FilterPaths.in_dir(pipeline.build_dir),
+                                        "candidates", semantic_check=semantic_check))
+    first, second = summaries
+    assert first.counts["passed"] == 0 and first.reasons == {"semantic.undecided": 2}
+    assert second.counts["passed"] == 2 and second.reasons == {}

@@ -19,3 +19,57 @@ def test_a_broken_line_is_reported_with_its_number(tmp_path):
     path.write_text('{"ok": 1}\n\n{"broken": \n{"ok": 2}\n')
     lines = list(iter_json_lines(path))
     assert [(line.line_no, line.error is None) for line in lines] == [(1, True), (3, False), (4, True)]
+
+
+# ------------------------------------------------------------------------------ hostile lines
+def _hostile_file(tmp_path):
+    """Good samples (the first behind a byte-order mark) around one hostile line of each kind."""
+    import json
+    from pathlib import Path
+
+    seeds = Path(__file__).resolve().parents[1] / "datasets" / "nestful-math" / "seeds.jsonl"
+    good = seeds.read_bytes().splitlines()[:3]
+    sample = json.loads(good[0])
+    bad = {
+        "nan": b'{"id": "x", "answer": NaN}',
+        "overflow": b'{"id": "x", "answer": 1e400}',
+        "surrogate": b'{"id": "x\\ud800"}',
+        "deep": b"[" * 10_000 + b"]" * 10_000,
+        "nul": b'{"id": "x\x00"}',
+        "latin1": json.dumps({**sample, "id": "caf\u00e9"}, ensure_ascii=False).encode("latin-1"),
+        "long int": b'{"id": "x", "answer": 1' + b"0" * 5000 + b"}",
+    }
+    lines = [b"\xef\xbb\xbf" + good[0]] + list(bad.values()) + good[1:]
+    path = tmp_path / "hostile.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path, list(bad), [json.loads(line)["id"] for line in good]
+
+
+def test_each_hostile_line_is_a_reject_naming_its_line_and_the_good_lines_are_kept(tmp_path):
+    path, kinds, _ = _hostile_file(tmp_path)
+    lines = list(iter_json_lines(path))
+    assert [line.line_no for line in lines] == list(range(1, 11))
+    assert lines[0].error is None and lines[8].error is None and lines[9].error is None  # BOM line kept
+    errors = {kind: lines[n].error for n, kind in enumerate(kinds, start=1)}
+    assert "NaN" in errors["nan"] and "out of range" in errors["overflow"]
+    assert "lone surrogate" in errors["surrogate"] and "nested deeper" in errors["deep"]
+    assert "NUL byte" in errors["nul"] and "not UTF-8" in errors["latin1"]
+    assert "more than 4300 digits" in errors["long int"]
+
+
+def test_convert_keeps_the_good_samples_and_lists_every_hostile_line_in_its_rejects(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    path, kinds, good_ids = _hostile_file(tmp_path)
+    out = tmp_path / "out.jsonl"
+    from pathlib import Path
+
+    build_dataset = str(Path(sys.executable).parent / "build-dataset")
+    done = subprocess.run([build_dataset, "convert", str(path), "--from", "fcbench",
+                           "--to", "fcbench", "-o", str(out)], capture_output=True, text=True)
+    assert "Traceback" not in done.stderr
+    assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == good_ids
+    rejects = [json.loads(line) for line in (tmp_path / "out.jsonl.rejects.jsonl").read_text().splitlines()]
+    assert [r["source"] for r in rejects] == [f"{path}:{n}" for n in range(2, 2 + len(kinds))]

@@ -66,6 +66,10 @@ class RequestCache:
         self._db.execute("INSERT OR REPLACE INTO responses (key, request, response, created_at) VALUES (?, ?, ?, ?)",
                          (key, _as_text(request), _as_text(response), time.time()))
 
+    def delete(self, key: str) -> None:
+        """Forget an answer (one that could not be used), so that a re-run asks again."""
+        self._db.execute("DELETE FROM responses WHERE key = ?", (key,))
+
     def __len__(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 

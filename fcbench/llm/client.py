@@ -413,6 +413,12 @@ class LLMClient:
                 continue
             self.accounting.completed += 1
             return LLMReply(request, completion, parsed, attempt + 1, cached)
+        # None of the answers was usable: forget them, so that a re-run asks again instead of
+        # replaying the same unusable answers from the cache forever (the raw text stays in the
+        # rejection).
+        if self.cache is not None:
+            for attempt in range(attempts):
+                self.cache.delete(cache_key(canonical_json(self.cache_fields(request, attempt))))
         return self._reject(LLMRejection(request, f"unparseable output after {attempts} attempts: {last_error}",
                                          last_raw, attempts))
 

@@ -282,8 +282,10 @@ def test_llm_stage1_scripted_run_rejects_and_cache(tmp_path, flights_only, envir
         assert summary["llm"]["tokens"]["prompt"] > 0 and summary["llm"]["tokens"]["completion"] > 0
 
         again = run_stage1(pipeline, environment=environment)
-        assert _server_stats(server)["chat_requests"] == first_requests  # every answer came from the cache
-        assert again.summary["llm"]["requests_sent"] == 0 and again.summary["llm"]["cache_hits"] == 10
+        # every usable answer came from the cache; draft 2's 3 unusable answers were asked again
+        # (a re-run may fix them), and the script answers them the same way
+        assert _server_stats(server)["chat_requests"] == first_requests + 3
+        assert again.summary["llm"]["requests_sent"] == 3 and again.summary["llm"]["cache_hits"] == 7
         assert (pipeline.build_dir / "drafts.jsonl").read_bytes() == drafts_bytes
 
 

@@ -163,16 +163,16 @@ def test_unparseable_output_is_rejected_after_n_attempts_with_the_raw_text(tmp_p
             outcomes, summary = run(config(server, seed=11), [ask("write a query")], cache=cache, parse=json_object)
             assert stats(server)["chat_requests"] == 3
             again, summary_again = run(config(server, seed=11), [ask("write a query")], cache=cache, parse=json_object)
-            assert stats(server)["chat_requests"] == 3  # the rejection replays from the cache
+            assert stats(server)["chat_requests"] == 6  # unusable answers are not replayed: asked again
     rejection = outcomes[0]
     assert isinstance(rejection, LLMRejection)
     assert rejection.attempts == 3
     assert rejection.raw_text == "Sure! Here is the query: book a flight"
     assert rejection.reason.startswith("unparseable output after 3 attempts: not JSON")
-    assert seeds == [11, 12, 13]  # each attempt is its own request, not a repeat of the same seeded one
+    assert seeds == [11, 12, 13] * 2  # each attempt is its own request, not a repeat of the same seeded one
     assert summary["retries"] == {"unparseable output": 2}
     assert summary["rejections"] == {"unparseable output after 3 attempts": 1}
-    assert again == outcomes and summary_again["cache_hits"] == 3
+    assert again == outcomes and summary_again["cache_hits"] == 0
 
 
 def test_a_parse_failure_then_a_good_answer_gives_a_reply_at_attempt_two() -> None:
@@ -474,3 +474,17 @@ def test_display_url_drops_credentials_and_query_strings():
 
     assert display_url("https://user:s3cret@api.example.com:8443/v1?api-key=s3cret#x") == "https://api.example.com:8443/v1"
     assert display_url("http://127.0.0.1:8000/v1") == "http://127.0.0.1:8000/v1"
+
+
+def test_unusable_answers_are_not_replayed_from_the_cache_on_a_rerun(tmp_path: Path) -> None:
+    """A re-run must be able to fix what the model got wrong: answers that never parsed are
+    forgotten, so the re-run asks again (and a now-usable answer is accepted)."""
+    script = rules({"user_contains": "query", "times": 3, "content": "not json"},
+                   {"user_contains": "query", "content": '{"query": "hotels in Oslo"}'})
+    with MockLLMServer(script) as server, RequestCache(tmp_path / "cache.db") as cache:
+        first, _ = run(config(server), [ask("write a query")], cache=cache, parse=json_object)
+        assert isinstance(first[0], LLMRejection) and first[0].raw_text == "not json"
+        assert len(cache) == 0  # the three unusable answers are gone
+        second, summary = run(config(server), [ask("write a query")], cache=cache, parse=json_object)
+    assert isinstance(second[0], LLMReply) and second[0].parsed == {"query": "hotels in Oslo"}
+    assert summary["cache_hits"] == 0 and summary["answers_received"] == 1
