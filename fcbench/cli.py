@@ -107,6 +107,7 @@ def convert(
     tools: Optional[Path] = typer.Option(None, "--tools", help="NESTful v1 spec or CallNavi APISchema file to read."),
     tools_out: Optional[Path] = typer.Option(None, "--tools-out", help="NESTful v1 spec file to write."),
     nestful_version: Optional[str] = typer.Option(None, "--nestful-version", help="v1 or v2 when writing NESTful."),
+    no_gold: bool = typer.Option(False, "--no-gold", help="BFCL: convert questions without --answers (no gold calls)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary."),
 ) -> None:
     """Convert a benchmark file between formats, through the canonical sample.
@@ -117,7 +118,7 @@ def convert(
     from fcbench.formats import FormatOptions
 
     options = FormatOptions(answers=answers, answers_out=answers_out, tools=tools, tools_out=tools_out,
-                            nestful_version=nestful_version)
+                            nestful_version=nestful_version, no_gold=no_gold)
     result = convert_file(input_file, from_format, to_format, output, options)
     if as_json:
         print_json(result.as_dict())

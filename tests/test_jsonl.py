@@ -73,3 +73,16 @@ def test_convert_keeps_the_good_samples_and_lists_every_hostile_line_in_its_reje
     assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == good_ids
     rejects = [json.loads(line) for line in (tmp_path / "out.jsonl.rejects.jsonl").read_text().splitlines()]
     assert [r["source"] for r in rejects] == [f"{path}:{n}" for n in range(2, 2 + len(kinds))]
+
+
+def test_a_published_file_read_as_fcbench_says_which_format_it_looks_like():
+    from pathlib import Path
+
+    from fcbench.formats import Rejected, read_samples
+
+    external = Path(__file__).resolve().parents[2] / "shared" / "external"
+    for path, fmt in ((external / "nestful" / "toy_data.jsonl", "nestful"),
+                      (external / "bfcl" / "BFCL_v4_simple_python.json", "bfcl"),
+                      (external / "confetti" / "possible_answer_BFCL_v2_dialogacts.json", "confetti")):
+        first = next(iter(read_samples(path, "fcbench")))
+        assert isinstance(first, Rejected) and first.reason.endswith(f"looks like {fmt}: use --from {fmt}"), first.reason

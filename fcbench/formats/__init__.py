@@ -45,6 +45,7 @@ class FormatOptions:
     tools: Path | None = None  # NESTful v1 spec / CallNavi APISchema to read
     tools_out: Path | None = None  # NESTful v1 spec to write
     nestful_version: str | None = None  # "v1" or "v2" when writing NESTful; default from samples
+    no_gold: bool = False  # BFCL: convert questions without their answers, knowingly (no gold calls)
 
 
 # name -> module under fcbench.formats implementing read/write
@@ -56,6 +57,28 @@ FORMATS: dict[str, str] = {
     "bfcl": "fcbench.formats.bfcl",
     "confetti": "fcbench.formats.confetti",
 }
+
+
+def sniff_format(record: object) -> str | None:
+    """Which known format one record looks like, from the keys each format always has (pure), or
+    None. Used to say "looks like NESTful: use --from nestful" instead of a schema error."""
+    if not isinstance(record, dict):
+        return None
+    keys = set(record)
+    if {"messages", "calls"} <= keys:
+        return "fcbench"
+    if "sample_id" in keys and "input" in keys and ({"output", "gold_answer"} & keys):
+        return "nestful"
+    if {"question", "function"} <= keys:
+        return "bfcl"
+    truth = record.get("ground_truth")
+    if isinstance(truth, dict) and "API" in truth:
+        return "callnavi"
+    if "dialog_id" in keys or (isinstance(truth, list) and str(record.get("id", "")).startswith(("dialogacts", "conversations"))):
+        return "confetti"
+    if {"id", "conversations"} <= keys:
+        return "complexfuncbench"
+    return None
 
 
 def adapter(name: str) -> ModuleType:

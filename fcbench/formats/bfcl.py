@@ -476,6 +476,11 @@ def read(path: Path, options: FormatOptions = FormatOptions()) -> Iterator[Sampl
         if not isinstance(record, dict) or not isinstance(record.get("id"), str):
             yield Rejected(source, "record is not an object with a string `id`", record)
             continue
+        if not answers_read and not options.no_gold and not expects_no_call(record["id"]):
+            # Silently gold-less samples would score every model as right or wrong for nothing.
+            raise FormatError(f"{path}: BFCL questions without their possible answers would become samples with "
+                              f"no gold calls; pass --answers possible_answer_<category>.json, or --no-gold to "
+                              f"convert the questions alone")
         answer = answers[record["id"]][1] if record["id"] in answers else None
         used_answers.add(record["id"])
         try:

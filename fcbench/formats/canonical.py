@@ -7,7 +7,7 @@ from typing import Iterator
 
 from pydantic import ValidationError
 
-from fcbench.formats import FormatOptions, Rejected
+from fcbench.formats import FormatOptions, Rejected, sniff_format
 from fcbench.jsonl import iter_json_lines, write_json_lines
 from fcbench.sample import Sample, sample_from_dict, sample_to_dict
 
@@ -21,6 +21,11 @@ def read(path: Path, options: FormatOptions = FormatOptions()) -> Iterator[Sampl
         try:
             yield sample_from_dict(line.value)
         except ValidationError as exc:
+            looks_like = sniff_format(line.value)
+            if looks_like not in (None, "fcbench"):
+                yield Rejected(source, f"not an fcbench sample: looks like {looks_like}: use --from {looks_like}",
+                               line.value)
+                continue
             first = exc.errors()[0]
             field = ".".join(str(part) for part in first["loc"]) or "(record)"
             yield Rejected(source, f"{field}: {first['msg']}", line.value)

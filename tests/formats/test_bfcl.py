@@ -192,8 +192,16 @@ def test_irrelevance_items_expect_no_call_without_any_answer_file():
     assert {sample_to_dict(s)["difficulty"] for s in samples} == {"none"}
 
 
+def test_without_answers_reading_refuses_unless_told_no_gold(tmp_path):
+    """Silent damage otherwise: 400 samples with no gold calls and no warning."""
+    with pytest.raises(FormatError, match="--answers possible_answer_<category>.json, or --no-gold"):
+        list(read_samples(_question_file("simple_python"), "bfcl"))
+    irrelevance = read_all(_question_file("irrelevance"), "bfcl")  # publishes no answers: nothing to refuse
+    assert len(irrelevance) == 240
+
+
 def test_without_answers_gold_is_marked_unknown_and_nothing_is_pretended(tmp_path):
-    samples = read_all(_question_file("simple_python"), "bfcl")
+    samples = read_all(_question_file("simple_python"), "bfcl", FormatOptions(no_gold=True))
     assert all(s.calls == [] and s.meta == {"bfcl": {"gold": "unknown"}} for s in samples)
     answers = tmp_path / "answers.json"
     warnings = write_samples(samples, tmp_path / "q.json", "bfcl", FormatOptions(answers_out=answers))
@@ -317,4 +325,4 @@ def test_broken_line_is_rejected_and_the_run_goes_on(tmp_path):
 def test_multi_turn_file_without_its_func_docs_is_a_format_error(tmp_path):
     shutil.copy(_question_file("multi_turn_base"), tmp_path / "BFCL_v4_multi_turn_base.json")
     with pytest.raises(FormatError, match="multi_turn_func_doc"):
-        list(read_samples(tmp_path / "BFCL_v4_multi_turn_base.json", "bfcl"))
+        list(read_samples(tmp_path / "BFCL_v4_multi_turn_base.json", "bfcl", FormatOptions(no_gold=True)))
