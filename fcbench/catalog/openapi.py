@@ -301,6 +301,7 @@ class _Converter:
         required: list[str] = []
         locations: dict[str, str] = {}
         wire_names: dict[str, str] = {}
+        self._styles: dict[str, str] = {}
         parameters = self._operation_parameters(shared, operation.get("parameters") or [], pointer)
         for parameter, where in parameters:
             self._add_parameter(parameter, where, properties, required, locations, wire_names)
@@ -330,6 +331,8 @@ class _Converter:
         }
         if wire_names:
             meta["openapi"]["wire_names"] = wire_names
+        if self._styles:
+            meta["openapi"]["array_styles"] = self._styles
         if tags:
             meta["openapi"]["tags"] = list(tags)
         schema: dict[str, Any] = {"type": "object", "properties": properties}
@@ -382,8 +385,22 @@ class _Converter:
         name = self._free_name(parameter["name"], location, properties, wire_names)
         properties[name] = schema
         locations[name] = "form" if location == "formData" else location
+        if location == "query" and schema.get("type") == "array":
+            self._styles[name] = self._array_style(parameter)
         if parameter.get("required") or location == "path":
             required.append(name)
+
+    def _array_style(self, parameter: dict[str, Any]) -> str:
+        """How a query array is written: Swagger 2 `collectionFormat` (default csv), OpenAPI 3
+        `style` + `explode` (default form + explode: one `name=value` per item)."""
+        if self.swagger2:
+            return str(parameter.get("collectionFormat") or "csv")
+        style = parameter.get("style", "form")
+        if style == "spaceDelimited":
+            return "ssv"
+        if style == "pipeDelimited":
+            return "pipes"
+        return "multi" if parameter.get("explode", True) else "csv"
 
     def _add_request_body(self, body: Any, pointer: str, properties: dict[str, Any], required: list[str],
                           locations: dict[str, str], wire_names: dict[str, str]) -> None:

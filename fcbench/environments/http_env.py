@@ -93,9 +93,21 @@ class HttpRequest:
         return urllib.parse.urlsplit(self.url).netloc
 
 
+def http_meta(tool: "Tool") -> Mapping[str, Any]:
+    """Where a tool's HTTP facts are: its `meta` (NESTful adapter, OpenAPI import in memory) or,
+    for a catalog file written by `build-dataset new`, the spec's own `http` key (which the
+    OpenAI-style reader keeps under `meta["openai"]["extra"]`)."""
+    if "method" in tool.meta:
+        return tool.meta
+    openai = tool.meta.get("openai")
+    extra = openai.get("extra") if isinstance(openai, dict) else None
+    http = extra.get("http") if isinstance(extra, dict) else None
+    return http if isinstance(http, dict) else tool.meta
+
+
 def endpoint_of(tool: "Tool") -> HttpEndpoint | None:
     """The HTTP endpoint a catalog tool describes, or None when it describes none."""
-    meta = tool.meta
+    meta = http_meta(tool)
     method, endpoint = meta.get("method"), meta.get("endpoint")
     if not isinstance(method, str) or not isinstance(endpoint, str):
         return None
@@ -111,14 +123,15 @@ def _path_parameters(tool: "Tool") -> tuple[str, ...]:
 
 
 def server_url(tool: "Tool", base_url: str | None, base_urls: Mapping[str, str] | None = None) -> str:
-    openapi = tool.meta.get("openapi") if isinstance(tool.meta.get("openapi"), dict) else None
+    meta = http_meta(tool)
+    openapi = meta.get("openapi") if isinstance(meta.get("openapi"), dict) else None
     if openapi and base_urls and openapi.get("source") in base_urls:
         return base_urls[openapi["source"]].rstrip("/")
     if base_url:
         return base_url.rstrip("/")
     if openapi and openapi.get("server"):
         return str(openapi["server"]).rstrip("/")
-    return f"https://{tool.meta.get('host') or ''}"
+    return f"https://{meta.get('host') or ''}"
 
 
 def build_request(tool: "Tool", arguments: Mapping[str, Any], base_url: str | None = None,
@@ -128,7 +141,7 @@ def build_request(tool: "Tool", arguments: Mapping[str, Any], base_url: str | No
     if endpoint is None:
         raise ValueError(f"{tool.name}: the catalog gives no HTTP method/endpoint")
     root = server_url(tool, base_url, base_urls)
-    openapi = tool.meta.get("openapi")
+    openapi = http_meta(tool).get("openapi")
     if isinstance(openapi, dict) and isinstance(openapi.get("locations"), dict):
         return _openapi_request(endpoint, openapi, arguments, root, headers or {})
     path, rest = _fill_path(endpoint, arguments)
@@ -336,8 +349,9 @@ class HttpEnvironment(Environment):
             request = build_request(tool, arguments, self.base_url, self.base_urls, self.headers)
         except ValueError as exc:
             return CallOutcome.failure(ErrorReason.UNKNOWN_TOOL, str(exc))
-        strict = isinstance(tool.meta.get("openapi"), dict)  # the description promises JSON
-        host = str(tool.meta.get("host") or "")
+        meta = http_meta(tool)
+        strict = isinstance(meta.get("openapi"), dict)  # the description promises JSON
+        host = str(meta.get("host") or "")
         outcome = self._send(name, request, host if _is_rapidapi_host(host) else None, strict)
         if outcome.ok and self.parse_output:
             outcome = _parsed_output(name, tool, outcome)
