@@ -333,6 +333,9 @@ class _Converter:
             meta["openapi"]["wire_names"] = wire_names
         if self._styles:
             meta["openapi"]["array_styles"] = self._styles
+        produces = self._produces(operation, status)
+        if produces:
+            meta["openapi"]["produces"] = produces
         if tags:
             meta["openapi"]["tags"] = list(tags)
         schema: dict[str, Any] = {"type": "object", "properties": properties}
@@ -389,6 +392,13 @@ class _Converter:
             self._styles[name] = self._array_style(parameter)
         if parameter.get("required") or location == "path":
             required.append(name)
+
+    def _produces(self, operation: dict[str, Any], status: str | None) -> list[str]:
+        """The media types the success response comes in (sent as `Accept`)."""
+        if self.swagger2:
+            return [str(m) for m in operation.get("produces") or self.document.get("produces") or []]
+        response = self.deref((operation.get("responses") or {}).get(status or "", {}), "")
+        return [str(m) for m in (response.get("content") or {})] if isinstance(response, dict) else []
 
     def _array_style(self, parameter: dict[str, Any]) -> str:
         """How a query array is written: Swagger 2 `collectionFormat` (default csv), OpenAPI 3

@@ -160,7 +160,8 @@ def _openapi_request(endpoint: HttpEndpoint, openapi: Mapping[str, Any], argumen
     styles: Mapping[str, str] = openapi.get("array_styles") or {}
     path = endpoint.endpoint
     params: list[tuple[str, str]] = []
-    all_headers = {"Accept": "application/json", **headers}
+    accept = ", ".join(openapi.get("produces") or []) or "application/json"
+    all_headers = {"Accept": accept, **headers}
     body: dict[str, Any] = {}
     whole: Any = None
     has_body = False
