@@ -53,7 +53,7 @@ def catalog_record(tool: Tool) -> dict[str, Any]:
     record: dict[str, Any] = {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
     if tool.returns is not None:
         record["returns"] = tool.returns
-    record["domain"] = domain_of_source(tool.meta["openapi"]["source"])
+    record["domain"] = domain_of_source(tool.meta["openapi"]["source"])  # edit freely: stage1 mixes domains by it
     record["http"] = {key: tool.meta[key] for key in ("method", "endpoint", "host", "openapi")}
     return record
 
@@ -66,8 +66,13 @@ def value_pools(tools: list[Tool]) -> dict[str, Any]:
         for name, schema in (tool.parameters.get("properties") or {}).items():
             if not isinstance(schema, dict):
                 continue
-            values = [v for v in [*schema.get("examples", []), *schema.get("enum", [])]
-                      if v is not None and not isinstance(v, (dict, list))]
+            listed = schema.get("type") == "array" and isinstance(schema.get("items"), dict)
+            source = schema["items"] if listed else schema
+            values = [v for v in [*schema.get("examples", []), *source.get("examples", []), *source.get("enum", [])]
+                      if v is not None and not isinstance(v, dict)]
+            # a list parameter takes a one-entry list; an example list is kept as given
+            values = [v if isinstance(v, list) else [v] for v in values] if listed else \
+                [v for v in values if not isinstance(v, list)]
             if not values:
                 continue
             slot = slots.setdefault(name, {"description": f"values of `{name}` from the descriptions' enums and examples",

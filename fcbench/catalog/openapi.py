@@ -471,12 +471,21 @@ class _Converter:
                 continue
             if self.swagger2:
                 if response.get("schema") is not None:
-                    return self.schema(response["schema"], f"{where}/schema"), code
+                    schema = self.schema(response["schema"], f"{where}/schema")
+                    examples = [v for m, v in (response.get("examples") or {}).items() if "json" in str(m).lower()]
+                    return _with_examples(schema, examples), code
                 continue
             content = response.get("content") or {}
             media = next((m for m in content if "json" in m.lower()), None)
             if media and isinstance(content[media], dict) and content[media].get("schema") is not None:
-                return self.schema(content[media]["schema"], f"{where}/content/{_escape(media)}/schema"), code
+                body = content[media]
+                schema = self.schema(body["schema"], f"{where}/content/{_escape(media)}/schema")
+                examples = [body["example"]] if "example" in body else []
+                for named in (body.get("examples") or {}).values():
+                    named = self.deref(named, where)
+                    if isinstance(named, dict) and "value" in named:
+                        examples.append(named["value"])
+                return _with_examples(schema, examples), code
         return None, (codes[0] if codes else None)
 
 
@@ -491,6 +500,16 @@ def load_description_any(path: Path) -> Any:
         return yaml.safe_load(text)
     except Exception as exc:  # unreadable or unparsable: one note, the import goes on
         raise DescriptionError(f"cannot read {path}: {str(exc).splitlines()[0] if str(exc) else exc}") from None
+
+
+def _with_examples(schema: dict[str, Any], examples: list[Any]) -> dict[str, Any]:
+    """The published example responses join the schema's own examples: they are real shapes that
+    a schema sometimes contradicts (HotelSearch's `data` is an object in the schema, a list in
+    every example and answer)."""
+    if examples:
+        schema["examples"] = [*schema.get("examples", []), *(copy.deepcopy(e) for e in examples
+                                                             if e not in schema.get("examples", []))]
+    return schema
 
 
 def _merge_into(target: dict[str, Any], part: dict[str, Any]) -> None:
