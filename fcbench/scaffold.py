@@ -60,7 +60,10 @@ def catalog_record(tool: Tool) -> dict[str, Any]:
 
 def value_pools(tools: list[Tool]) -> dict[str, Any]:
     """One slot per argument name that has enum values or examples, filling that argument in every
-    tool that takes it (a `cityCode` example serves all city-code arguments)."""
+    tool that takes it (a `cityCode` example serves all city-code arguments). An identifier
+    argument with an example also takes the values its name (or, for a list, its singular) has in
+    the published example answers (`hotelIds` <- every `hotelId`): ids the API really issues."""
+    answered = _example_answer_values(tools)
     slots: dict[str, dict[str, Any]] = {}
     for tool in tools:
         for name, schema in (tool.parameters.get("properties") or {}).items():
@@ -68,8 +71,13 @@ def value_pools(tools: list[Tool]) -> dict[str, Any]:
                 continue
             listed = schema.get("type") == "array" and isinstance(schema.get("items"), dict)
             source = schema["items"] if listed else schema
+            harvested = answered.get(name[:-1] if listed and name.endswith("s") else name, []) \
+                if re.search(r"(Id|_id|Ids|_ids)$", name) else []
             values = [v for v in [*schema.get("examples", []), *source.get("examples", []), *source.get("enum", [])]
                       if v is not None and not isinstance(v, dict)]
+            # only where the description itself gives an example: an argument without one stays
+            # free for the graph sampler to feed from an earlier answer
+            values += [v for v in harvested if values and v not in values and not isinstance(v, dict)]
             # a list parameter takes a one-entry list; an example list is kept as given
             values = [v if isinstance(v, list) else [v] for v in values] if listed else \
                 [v for v in values if not isinstance(v, list)]
@@ -84,6 +92,28 @@ def value_pools(tools: list[Tool]) -> dict[str, Any]:
                 slot["used_by"].append({"tool": tool.name, "arguments": {name: "value"}})
     return {"description": "Slot values seeded by `build-dataset new` from the OpenAPI enums and examples; edit freely.",
             "slots": dict(sorted(slots.items()))}
+
+
+def _example_answer_values(tools: list[Tool]) -> dict[str, list[Any]]:
+    """Scalar values by field name across every tool's example answers (`returns.examples`)."""
+    found: dict[str, list[Any]] = {}
+
+    def walk(value: Any, key: str | None) -> None:
+        if isinstance(value, dict):
+            for sub_key, sub in value.items():
+                walk(sub, sub_key)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item, key)
+        elif key is not None and isinstance(value, (str, int)) and not isinstance(value, bool):
+            bucket = found.setdefault(key, [])
+            if value not in bucket:
+                bucket.append(value)
+
+    for tool in tools:
+        for example in (tool.returns or {}).get("examples", []) if isinstance(tool.returns, dict) else []:
+            walk(example, None)
+    return found
 
 
 def pipeline_entry(name: str, dataset_dir: str, imported: OpenAPIImport, base_url: str | None,

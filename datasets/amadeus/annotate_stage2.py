@@ -4,8 +4,8 @@ submits an annotation (the prediction's regions, edited, plus the verdict), then
 snapshot (what `stage2 pull` reads from the server). Nothing is written into the export by hand.
 
 The decisions below are a senior annotator's, taken by reading each draft (datasets/amadeus/build/
-drafts.jsonl after `build.py record stage1`): accept by default, rewrite the generic queries the
-graph sampler phrases from operation summaries, reject a draft whose link is meaningless.
+drafts.jsonl after `build.py record stage1`): accept by default, rewrite some of the generic queries
+the graph sampler phrases from operation summaries, fix a wrong link, reject meaningless drafts.
 
   FCBENCH_STUDIO_VENV=/work/main/.venv-studio .venv/bin/python datasets/amadeus/annotate_stage2.py
 """
@@ -21,16 +21,20 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 EXPORT = REPO / "datasets" / "amadeus" / "annotations" / "stage2_export.json"
 
-# draft id -> (verdict, rewritten query or None, notes)
+# draft id -> (verdict, rewritten query or None, notes, path edits: text replaced in the path JSON)
 DECISIONS = {
     "amadeus-draft-0001": ("fix", "Search for cities (CITY) matching the keyword MUC, then get the full details of the "
-                                  "second result.", "Query rewritten in plain words."),
-    "amadeus-draft-0006": ("fix", "List the points of interest in the box north 48.91, west 2.25, south 48.8, east 2.41, "
-                                  "then find the points of interest around the second one (its latitude and longitude).",
-                           "Query rewritten; the path is right."),
-    "amadeus-draft-0007": ("reject", None, "The transfer's start location is fed a country code: not a real request."),
+                                  "second result.", "Query rewritten in plain words.", {}),
     "amadeus-draft-0020": ("fix", "Look up the city PARIS, list the activities around it (its latitude and longitude), "
-                                  "then show me the first activity in detail.", "Query rewritten in plain words."),
+                                  "then show me the first activity in detail.", "Query rewritten in plain words.", {}),
+    "amadeus-draft-0018": ("fix", "Find hotels in NYC with ratings 2 and get the offers of the first one for 3 adults "
+                                  "with breakfast (BREAKFAST). Also list the SHOPPING points of interest in the box north "
+                                  "48.91, west 2.25, south 48.8, east 2.41 and show me the third one.",
+                           "Query rewritten; the path is right.", {}),
+    "amadeus-draft-0028": ("fix", None, "A transfer starts at an airport code, not a country code: startLocationCode "
+                                        "now reads the airport's iataCode.", {"address.countryCode": "iataCode"}),
+    "amadeus-draft-0007": ("reject", None, "The transfer's start location is fed a hotel's country code.", {}),
+    "amadeus-draft-0009": ("reject", None, "Four identical lookups and transfers from country codes: not one request.", {}),
 }
 
 
@@ -54,13 +58,19 @@ def main() -> None:
         print("pushed", pushed.counts)
         project = find_project(client, project_title(pipeline))
         for task in list_tasks(client, int(project.id)):
-            verdict, query, notes = DECISIONS.get(task.sample_id, ("accept", None, ""))
+            verdict, query, notes, path_edits = DECISIONS.get(task.sample_id, ("accept", None, "", {}))
             prediction = client.predictions.list(task=task.id)[0]
             result = [dict(region) for region in prediction.result]
             to_name = result[0]["to_name"]
             for region in result:
                 if query and region["from_name"] == "query":
                     region["value"] = {"text": [query]}
+                if path_edits and region["from_name"] == "path_json":
+                    text = region["value"]["text"][0]
+                    for old, new in path_edits.items():
+                        assert old in text, (task.sample_id, old)
+                        text = text.replace(old, new)
+                    region["value"] = {"text": [text]}
             result.append(choices_result("verdict", to_name, [verdict]))
             if notes:
                 result.append(textarea_result("notes", to_name, notes))

@@ -67,6 +67,8 @@ def import_descriptions() -> None:
     write_json(HERE / "tools.json", records, indent=2)
     pools = value_pools(imported.tools)
     pools["slots"].update(HAND_SLOTS)
+    # the descriptions give one city code (PAR): more, so stage3 has other cities to substitute
+    pools["slots"]["cityCode"]["values"] += [{"value": code} for code in ("LON", "NYC", "BCN", "MAD")]
     write_json(HERE / "value_pools.json", pools, indent=2)
     findings = lint_tools(imported.tools)
     write_json(HERE / "import_report.json", {
