@@ -4,7 +4,7 @@ missing; the auth token reaches no file."""
 
 from __future__ import annotations
 
-import subprocess
+import json
 from pathlib import Path
 
 import pytest
@@ -89,3 +89,33 @@ def test_prism_rejects_a_call_the_description_forbids_and_the_run_goes_on(prism,
     assert bad.reason is ErrorReason.HTTP_STATUS and "get-shopping-hotels-by-city (GET http://127.0.0.1" in bad.error
     assert good.ok
     assert len(load_store_and_journal(tmp_path / "r.json", tools)) == 1  # only the good answer was recorded
+
+
+def test_new_then_record_then_replay_through_the_cli_and_the_token_is_nowhere(tmp_path, monkeypatch):
+    """The README's path for one's own API: `new` with --base-url and --auth-env, `stage1 --record`
+    against the server (Prism here), then the same stage replayed offline with the server gone."""
+    from typer.testing import CliRunner
+
+    from fcbench.cli import app
+
+    tours = AMADEUS / "ToursandActivities_v1_swagger_specification.json"
+    (tmp_path / "pipelines.yaml").write_text("# my benchmarks\npipelines:\n  other:\n    dataset_dir: other  # kept\n")
+    pipelines = str(tmp_path / "pipelines.yaml")
+    monkeypatch.setenv("TOURS_TOKEN", TOKEN)
+    runner = CliRunner()
+    with start_prism([tours], tmp_path / "logs") as servers:
+        created = runner.invoke(app, ["new", "tours", "--openapi", str(tours), "--base-url", servers.base_urls[tours.stem],
+                                      "--auth-env", "TOURS_TOKEN", "--file", pipelines])
+        assert created.exit_code == 0, created.output
+        recorded = runner.invoke(app, ["stage1", "tours", "--record", "--file", pipelines, "--json"])
+        assert recorded.exit_code == 0, recorded.output
+    assert json.loads(recorded.stdout)["counts"]["drafts"] > 0
+    drafts = (tmp_path / "datasets" / "tours" / "build" / "drafts.jsonl").read_text()
+    assert "$var_1.data[" in drafts  # activityId read from a listed activity
+    replayed = runner.invoke(app, ["stage1", "tours", "--file", pipelines, "--json"])  # Prism is stopped
+    assert replayed.exit_code == 0, replayed.output
+    assert (tmp_path / "datasets" / "tours" / "build" / "drafts.jsonl").read_text() == drafts
+    assert (tmp_path / "pipelines.yaml").read_text().startswith("# my benchmarks\npipelines:\n  other:\n    dataset_dir: other  # kept\n")
+    leaked = [p for p in tmp_path.rglob("*") if p.is_file() and TOKEN in p.read_text(errors="replace")]
+    assert leaked == []  # not in the store, the drafts, the summaries, the pipelines file or Prism's logs
+    assert TOKEN not in recorded.output + replayed.output
