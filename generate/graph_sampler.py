@@ -268,8 +268,8 @@ def _feeds_for(tool: Tool, parameter: str, schema: Mapping[str, Any], catalog: S
             if mentioned and output.text() not in mentioned:
                 continue
             words = matched_prefix(singular(parameter) if is_list_parameter(schema) else parameter, output.name)
-            if words and not named and not _says_what_it_is(words, other, output):
-                words = None  # an `offerId` is not any `id`: the offer must show in the source
+            if words and not named and name_words(output.name) == ["id"] and not _says_what_it_is(words, other, output):
+                words = None  # an `offerId` is not any bare `id`: the offer must show in the source
             if words is None:
                 words = described_prefix(parameter, description, output.name)
             if words is None or not _types_agree(schema, output.type):
