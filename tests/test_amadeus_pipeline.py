@@ -35,6 +35,15 @@ def test_run_amadeus_offline_from_a_clean_copy(tmp_path):
                                  "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9"})
     assert result.returncode == 0, result.stderr[-2000:]
     run = json.loads(result.stdout)
+    # stage1 replayed from the store drafts exactly what the annotators saw in Label Studio
+    from annotate.tasks import content_hash
+
+    drafts = {json.loads(line)["id"]: json.loads(line) for line in
+              (root / "datasets" / "amadeus" / "build" / "drafts.jsonl").read_text().splitlines()}
+    export = json.loads((root / "datasets" / "amadeus" / "annotations" / "stage2_export.json").read_text())
+    for draft in drafts.values():  # stage1 writes the phrase file's path relative to the repository it runs from
+        draft["provenance"]["prompt_file"] = "generate/prompts/graph_sampler_phrases.txt"
+    assert all(content_hash(drafts[task["data"]["sample_id"]]) == task["data"]["draft_hash"] for task in export)
     assert run["stages"]["stage2"]["counts"]["gold"] >= 10  # the annotators' work, from the bundled export
     assert run["stages"]["filter"]["counts"]["passed"] >= 20 and not run["stages"]["filter"]["reasons"]
     rows = pd.read_parquet(root / "datasets" / "amadeus" / "build" / "export" / "data")
