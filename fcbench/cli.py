@@ -932,8 +932,8 @@ def run(
 
 # ------------------------------------------------------------------------------------------------ new
 @app.command("new", epilog="Example:  build-dataset new my-api --openapi ../shared/external/amadeus/HotelList_v1_swagger_specification.json "
-             "--base-url http://127.0.0.1:4010 --auth-env MY_API_TOKEN --file /tmp/pipelines.yaml\n\n"
-             "(then: build-dataset stage1 my-api --record --file /tmp/pipelines.yaml)")
+             "--base-url http://127.0.0.1:4010 --auth-env MY_API_TOKEN\n\n"
+             "(then, with the server up and MY_API_TOKEN set: build-dataset stage1 my-api --record)")
 @user_errors
 def new_command(
     name: str = typer.Argument(..., help="The new pipeline's name (also its folder datasets/NAME)."),

@@ -66,3 +66,27 @@ def test_run_amadeus_offline_from_a_clean_copy(tmp_path):
         for step in sample["calls"]:
             for call in step:
                 assert isinstance(call["response"], dict) and ("data" in call["response"] or "meta" in call["response"])
+
+
+def test_a_call_missing_from_the_store_is_a_not_recorded_reject_and_the_rest_pass(tmp_path):
+    root = clean_copy(tmp_path / "clone")
+    store_path = root / "datasets" / "amadeus" / "recorded.json"
+    store = json.loads(store_path.read_text())
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    command = [sys.executable, "-c", "from fcbench.cli import app; app()"]
+    first = subprocess.run([*command, "run", "amadeus", "--offline", "--json"], cwd=root, capture_output=True, text=True,
+                           timeout=600, env=env)
+    assert first.returncode == 0, first.stderr[-2000:]
+    passed = json.loads(first.stdout)["stages"]["filter"]["counts"]["passed"]
+    activity_calls = [call for call in store["calls"] if call["name"] == "GETActivity"]
+    store["calls"] = [call for call in store["calls"] if call["name"] != "GETActivity"]  # never recorded
+    store_path.write_text(json.dumps(store))
+    again = subprocess.run([*command, "filter", "amadeus", "--json"], cwd=root, capture_output=True, text=True,
+                           timeout=600, env=env)
+    assert again.returncode == 0, again.stderr[-2000:]
+    summary = json.loads(again.stdout)
+    assert activity_calls and summary["reasons"] == {"execution.not_recorded": summary["counts"]["failed_execution"]}
+    assert 0 < summary["counts"]["failed_execution"] < passed
+    assert summary["counts"]["passed"] + summary["counts"]["failed_execution"] == passed
+    rejects = (root / "datasets" / "amadeus" / "build" / "validated.rejects.jsonl").read_text()
+    assert "GETActivity" in rejects
