@@ -135,3 +135,28 @@ def test_retry_after_in_seconds_or_as_a_date_and_capped():
     assert retry_after_seconds("3600") == 30.0
     assert retry_after_seconds("Wed, 21 Oct 2015 07:28:05 GMT", now=1445412480.0) == 5.0
     assert retry_after_seconds("soon") is None and retry_after_seconds(None) is None
+
+
+def test_arguments_go_where_the_description_says():
+    from fcbench.environments.http_env import build_request
+
+    tool = Tool(name="book", parameters={"type": "object", "properties": {}}, meta={
+        "method": "POST", "endpoint": "/orders/{order-id}/items", "host": "api.example.test",
+        "openapi": {"source": "shop", "server": "https://api.example.test/v2", "produces": ["application/vnd.x+json"],
+                    "locations": {"order-id": "path", "ids": "query", "tags": "query", "X-Trace": "header",
+                                  "session": "cookie", "note": "body", "body_note": "body", "count": "body"},
+                    "wire_names": {"body_note": "note2"}, "array_styles": {"ids": "csv", "tags": "multi"}}})
+    request = build_request(tool, {"order-id": "a/b", "ids": ["1", "2"], "tags": ["x", "y"], "X-Trace": 7,
+                                   "session": "s1", "note": "hi", "body_note": "there", "count": 2},
+                            base_urls={"shop": "http://127.0.0.1:1234"})
+    assert request.url == "http://127.0.0.1:1234/orders/a%2Fb/items"  # the base URL replaces server + base path
+    assert request.params == (("ids", "1,2"), ("tags", "x"), ("tags", "y"))
+    assert request.headers["X-Trace"] == "7" and request.headers["Cookie"] == "session=s1"
+    assert request.headers["Accept"] == "application/vnd.x+json"
+    assert request.json_body == {"note": "hi", "note2": "there", "count": 2} and request.has_json_body
+    whole = Tool(name="raw", meta={"method": "PUT", "endpoint": "/raw", "openapi": {
+        "source": "s", "server": "https://h.test", "locations": {"body": "body_whole", "token": "form"}}})
+    assert build_request(whole, {"body": [1, 2]}).json_body == [1, 2]
+    form = build_request(whole, {"token": "t"})
+    assert form.form == {"token": "t"} and not form.has_json_body
+    assert form.url == "https://h.test/raw" and "Authorization" not in form.headers  # auth is added only when sent
