@@ -882,6 +882,7 @@ def stage3_run(
     file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
     offline: bool = typer.Option(False, "--offline", help="Never call the LLM (slot substitution from the value pools)."),
     from_file: Optional[Path] = typer.Option(None, "--from", help="Templates to generalize instead of build/templates.jsonl."),
+    record: bool = typer.Option(False, "--record", help=RECORD_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Generalization: N query variants per gold template along the template's call path.
@@ -892,7 +893,7 @@ def stage3_run(
     failures go to build/candidates.rejects.jsonl. Writes build/candidates.jsonl and build/stage3.summary.json."""
     from generate.stage3 import run_stage3
 
-    result = run_stage3(_load_pipeline(pipeline, file), offline=offline, from_file=from_file)
+    result = run_stage3(_load_pipeline(pipeline, file, record), offline=offline, from_file=from_file)
     _print_generation_summary(f"stage3 run {pipeline}", result.summary, as_json)
 
 
