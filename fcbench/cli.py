@@ -403,10 +403,19 @@ def mock_llm(
 
 
 # ----------------------------------------------------------------------------------- filter, execute
-def _load_pipeline(name: str, file: Path):
+def _load_pipeline(name: str, file: Path, record: bool = False):
     from fcbench.config import load_pipelines
 
-    return load_pipelines(file).get_pipeline(name)
+    pipeline = load_pipelines(file).get_pipeline(name)
+    if record:
+        from fcbench.environments.from_config import with_recording
+
+        with_recording(pipeline)
+    return pipeline
+
+
+RECORD_HELP = ("http environment: call the server (base_url) and record every response into the store; "
+               "only calls not recorded yet are sent. Default: replay from the store, offline.")
 
 
 @app.command("filter", epilog="Example:  build-dataset filter nestful-math --json")
@@ -417,6 +426,7 @@ def filter_command(
     input_file: Optional[Path] = typer.Option(None, "--input", help="Filter this canonical file instead of the "
                                               "stage input the pipeline names."),
     offline: bool = typer.Option(False, "--offline", help="Skip the LLM's semantic check even if `llm:` is set."),
+    record: bool = typer.Option(False, "--record", help=RECORD_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Keep the candidates whose gold path is well formed, grounded, executes and reproduces.
@@ -429,7 +439,7 @@ def filter_command(
     build/filter.summary.json; a killed run resumes where it stopped."""
     from fcbench.pipeline import run_filter_stage
 
-    summary = run_filter_stage(_load_pipeline(pipeline, file), input_file, offline=offline)
+    summary = run_filter_stage(_load_pipeline(pipeline, file, record), input_file, offline=offline)
     if as_json:
         print_json(summary.as_dict())
         return
@@ -868,6 +878,7 @@ def stage1_command(
     pipeline: str = typer.Argument(..., help="A pipeline declared in pipelines.yaml."),
     file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
     offline: bool = typer.Option(False, "--offline", help="Use the graph sampler even when an LLM is configured."),
+    record: bool = typer.Option(False, "--record", help=RECORD_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Coarse generation: sample tool subsets, write queries and draft their call paths.
@@ -878,7 +889,7 @@ def stage1_command(
     Writes build/drafts.jsonl, build/drafts.rejects.jsonl and build/stage1.summary.json."""
     from generate.stage1 import run_stage1
 
-    result = run_stage1(_load_pipeline(pipeline, file), offline=offline)
+    result = run_stage1(_load_pipeline(pipeline, file, record), offline=offline)
     _print_generation_summary(f"stage1 {pipeline}", result.summary, as_json)
 
 
@@ -890,6 +901,7 @@ def stage3_run(
     file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
     offline: bool = typer.Option(False, "--offline", help="Never call the LLM (slot substitution from the value pools)."),
     from_file: Optional[Path] = typer.Option(None, "--from", help="Templates to generalize instead of build/templates.jsonl."),
+    record: bool = typer.Option(False, "--record", help=RECORD_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Generalization: N query variants per gold template along the template's call path.
@@ -900,7 +912,7 @@ def stage3_run(
     failures go to build/candidates.rejects.jsonl. Writes build/candidates.jsonl and build/stage3.summary.json."""
     from generate.stage3 import run_stage3
 
-    result = run_stage3(_load_pipeline(pipeline, file), offline=offline, from_file=from_file)
+    result = run_stage3(_load_pipeline(pipeline, file, record), offline=offline, from_file=from_file)
     _print_generation_summary(f"stage3 run {pipeline}", result.summary, as_json)
 
 
@@ -912,6 +924,7 @@ def run(
     file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
     offline: bool = typer.Option(False, "--offline", help="Use no LLM: graph sampler, slot substitution, "
                                  "execution-only filter."),
+    record: bool = typer.Option(False, "--record", help=RECORD_HELP),
     as_json: bool = typer.Option(False, "--json", help='Print {"export", "report", "stages"} as JSON.'),
 ) -> None:
     """Run every automatic stage of a pipeline, in order, and say where the results are.
@@ -920,7 +933,7 @@ def run(
     stages.stage2.export_file), stage3 variants, filter, export (Parquet + dataset card), report."""
     from fcbench.pipeline import run_pipeline
 
-    config = _load_pipeline(pipeline, file)
+    config = _load_pipeline(pipeline, file, record)
     if as_json:
         result = run_pipeline(config, offline=offline)
         print_json(result.as_dict())
@@ -935,3 +948,43 @@ def run(
         table.add_row(stage, ", ".join(f"{k}={v}" for k, v in counts.items()))
     console.print(table)
     console.print(f"export: {result.export}\nreport: {result.report}", highlight=False, soft_wrap=True)
+
+
+# ------------------------------------------------------------------------------------------------ new
+@app.command("new", epilog="Example:  build-dataset new my-api --openapi ../shared/external/amadeus/HotelList_v1_swagger_specification.json "
+             "--base-url http://127.0.0.1:4010 --auth-env MY_API_TOKEN\n\n"
+             "(then, with the server up and MY_API_TOKEN set: build-dataset stage1 my-api --record)")
+@user_errors
+def new_command(
+    name: str = typer.Argument(..., help="The new pipeline's name (also its folder datasets/NAME)."),
+    openapi: list[Path] = typer.Option(..., "--openapi", help="An OpenAPI description (Swagger 2.0, OpenAPI 3.0/3.1; "
+                                       "JSON or YAML) or a folder of them; repeatable."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="The server to call, replacing the descriptions' "
+                                           "server URLs."),
+    auth_env: Optional[str] = typer.Option(None, "--auth-env", help="NAME of the environment variable holding the API "
+                                           "token (sent as 'Authorization: Bearer …'; never written anywhere)."),
+    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file to add the pipeline to."),
+    force: bool = typer.Option(False, "--force", help="Write over an existing datasets/NAME folder."),
+    as_json: bool = typer.Option(False, "--json", help="Print the import summary as JSON."),
+) -> None:
+    """Scaffold a benchmark over your own API from its OpenAPI description.
+
+    Writes datasets/NAME/ beside the pipelines file (tools.json: one tool per operation;
+    value_pools.json: slots seeded from enums and examples; import_report.json: import notes and
+    lint-tools findings) and appends a pipeline with an `http` environment to the pipelines file
+    (its comments and order kept). Record responses with `--record` on stage1/filter/run; without
+    it calls are replayed offline from datasets/NAME/recorded.json."""
+    from fcbench.scaffold import scaffold_dataset
+
+    result = scaffold_dataset(name, list(openapi), file, base_url=base_url, auth_env=auth_env, force=force)
+    if as_json:
+        print_json(result.as_dict())
+        return
+    console.print(f"new {name}: {result.tools} tools from {result.files} description(s), {result.slots} value slots "
+                  f"in {result.dataset_dir}; pipeline added to {result.pipelines_file}", highlight=False, soft_wrap=True)
+    errors = [note for note in result.notes if note["severity"] == "error"]
+    for note in errors:
+        console.print(f"[red]error[/red] {note['file']}#{note['pointer']}: {note['message']}", highlight=False, soft_wrap=True)
+    console.print(f"import notes: {len(result.notes)} ({len(errors)} errors); lint-tools findings: "
+                  + (", ".join(f"{code}={count}" for code, count in result.lint.items()) or "none")
+                  + f" (all in {result.dataset_dir}/import_report.json)", highlight=False, soft_wrap=True)

@@ -62,8 +62,16 @@ class EnvironmentConfig(_Config):
 
     kind: Literal["python", "recorded", "http"]
     module: str | None = None  # python: the file implementing the tools
-    responses: str | None = None  # recorded: the JSONL file of recorded responses
-    base_url: str | None = None  # http: the API the tools call
+    responses: str | None = None  # recorded: the recorded-calls file; http: the store it records into / replays
+    base_url: str | None = None  # http: the API the tools call (replaces each description's server URL)
+    base_urls: dict[str, str] | None = None  # http: one server per description (file stem -> URL)
+    auth_env: str | None = None  # http: the environment variable holding the API token (sent in a header)
+    auth_header: str = "Authorization"  # http: the header the token goes in
+    auth_scheme: str = "Bearer"  # http: the word before the token ("" for the bare token)
+    max_per_host: int = Field(8, ge=1)  # http: requests in flight per host
+    retries: int = Field(3, ge=0)  # http: retries on 429/5xx/transport errors (backoff, Retry-After)
+    max_response_mb: float = Field(10.0, gt=0)  # http: a larger response is reported, not kept
+    record: bool = False  # http: call the server and record (what `--record` sets); default: replay offline
     timeout_s: float = Field(10.0, gt=0)
     memory_mb: int = Field(512, gt=0)
     workers: int = Field(2, ge=1)
@@ -74,7 +82,9 @@ class EnvironmentConfig(_Config):
 
     @model_validator(mode="after")
     def _kind_has_its_source(self) -> EnvironmentConfig:
-        needed = {"python": "module", "recorded": "responses", "http": "base_url"}[self.kind]
+        # http: calls are replayed from `responses` unless a run records (`--record`), so the store is
+        # what it needs; the server comes from base_url(s) or the descriptions
+        needed = {"python": "module", "recorded": "responses", "http": "responses"}[self.kind]
         if getattr(self, needed) is None:
             raise ValueError(f"environment kind {self.kind!r} needs {needed!r}")
         if self.backend == "ray" and self.kind != "python":

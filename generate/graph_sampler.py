@@ -7,6 +7,11 @@
    ("data.destinations[].id") narrows identifiers to those: an id only means something to the API
    that issued it. Parameters that share the words before the matched name ("pick up" latitude and
    longitude, a `dest_id` and its `search_type`) read the same entry of the same earlier call.
+   Real APIs add two readings (OpenAPI imports): an output field whose name the parameter's
+   description spells ("city/airport IATA code" <- `iataCode`), and a list parameter fed one id at
+   a time (`hotelIds` <- `data[].hotelId`, written `["$var_1.data[0].hotelId$"]`). Output fields come
+   from the `returns` schema and from the published example responses it carries (`examples`),
+   nested objects and lists included, since a real answer may not follow its schema.
 2. A plan (`plan_draft`): from a goal tool, backwards, a source call for each fed group, down to
    lookups whose arguments come from the value pools; the other arguments are drawn from the pools
    too (the same stay, party size... across the draft; places of one city, the trip city, except
@@ -66,6 +71,37 @@ class OutputField:
         return out
 
 
+def response_fields(returns: Any) -> list[OutputField]:
+    """The leaves of a tool's answer: from its `returns` schema, then from the example answers the
+    schema carries (a leaf the schema does not know, or places differently, is added)."""
+    fields = output_fields(returns)
+    known = {f.path for f in fields}
+    examples = returns.get("examples") if isinstance(returns, dict) else None
+    for example in examples if isinstance(examples, list) else []:
+        for leaf in example_fields(example):
+            if leaf.path not in known:
+                known.add(leaf.path)
+                fields.append(leaf)
+    return fields
+
+
+def example_fields(value: Any, prefix: tuple[str | None, ...] = ()) -> list[OutputField]:
+    """Every leaf of an example JSON value, with its path (list entries merged under `[]`)."""
+    if isinstance(value, dict):
+        return [leaf for key, sub in value.items() for leaf in example_fields(sub, prefix + (key,))]
+    if isinstance(value, list):
+        seen: dict[tuple[str | None, ...], OutputField] = {}
+        for item in value:
+            for leaf in example_fields(item, prefix + (None,)):
+                seen.setdefault(leaf.path, leaf)
+        return list(seen.values())
+    if not prefix or value is None:
+        return []
+    kind = ("boolean" if isinstance(value, bool) else "integer" if isinstance(value, int)
+            else "number" if isinstance(value, float) else "string")
+    return [OutputField(prefix, kind)]
+
+
 def output_fields(schema: Any, prefix: tuple[str | None, ...] = ()) -> list[OutputField]:
     """Every leaf of a `returns` JSON Schema, with its path."""
     if not isinstance(schema, dict):
@@ -106,7 +142,57 @@ def matched_prefix(parameter: str, output: str) -> tuple[str, ...] | None:
     return None
 
 
+def described_prefix(parameter: str, description: str, output: str) -> tuple[str, ...] | None:
+    """When the parameter's description spells the output field's name (two words or more: "IATA
+    code" for `iataCode`), the parameter's own words but its last (`originLocationCode` ->
+    origin location, so an origin and a destination read two calls); else None. Markdown link
+    targets are not read."""
+    out_words = name_words(output)
+    if len(out_words) < 2:
+        return None
+    text = re.sub(r"\]\([^)]*\)", "]", description)
+    words = [word.lower() for word in re.findall(r"[A-Za-z0-9]+", text)]
+    span = len(out_words)
+    if not any(words[i:i + span] == out_words for i in range(len(words) - span + 1)):
+        return None
+    return tuple(name_words(parameter)[:-1])
+
+
+def is_list_parameter(schema: Mapping[str, Any]) -> bool:
+    """A list of scalars (ids): fed one value at a time by an output field of the item's type."""
+    items = schema.get("items")
+    return _first_type(schema.get("type")) == "array" and isinstance(items, dict) and \
+        _first_type(items.get("type")) in ("string", "integer", "number")
+
+
+def singular(name: str) -> str:
+    """`hotelIds` -> `hotelId`, `offer_ids` -> `offer_id`: the name of one entry of a list parameter."""
+    return name[:-1] if len(name) > 2 and name.endswith("s") and not name.endswith("ss") else name
+
+
+def _stem(word: str) -> str:
+    word = word.lower()
+    if word.endswith("ies"):
+        return word[:-3]
+    if word.endswith("y"):
+        return word[:-1]
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
+
+
+def _says_what_it_is(words: tuple[str, ...], source: Tool, output: OutputField) -> bool:
+    """Whether the words a parameter has beyond the output's name (`offer` in `offerId` <- `id`)
+    appear in the output's path, the source tool's name or its endpoint (`/shopping/hotel-offers`),
+    so a bare `id` feeds only the parameter that names what it identifies."""
+    endpoint = source.meta.get("endpoint") or ((source.meta.get("openai") or {}).get("extra") or {}).get("http", {}).get("endpoint", "")
+    seen = {_stem(w) for part in output.path if part for w in name_words(part)}
+    seen |= {_stem(w) for w in name_words(source.name)}
+    seen |= {_stem(w) for w in re.findall(r"[A-Za-z]+", str(endpoint))}
+    return all(_stem(word) in seen for word in words)
+
+
 def _types_agree(param_schema: Mapping[str, Any], field_type: str | None) -> bool:
+    if is_list_parameter(param_schema):
+        param_schema = param_schema["items"]
     kinds = param_schema.get("type")
     kinds = set(kinds) if isinstance(kinds, list) else {kinds}
     if field_type is None or None in kinds:
@@ -181,7 +267,11 @@ def _feeds_for(tool: Tool, parameter: str, schema: Mapping[str, Any], catalog: S
         for output in fields_of[other.name]:
             if mentioned and output.text() not in mentioned:
                 continue
-            words = matched_prefix(parameter, output.name)
+            words = matched_prefix(singular(parameter) if is_list_parameter(schema) else parameter, output.name)
+            if words and not named and name_words(output.name) == ["id"] and not _says_what_it_is(words, other, output):
+                words = None  # an `offerId` is not any bare `id`: the offer must show in the source
+            if words is None:
+                words = described_prefix(parameter, description, output.name)
             if words is None or not _types_agree(schema, output.type):
                 continue
             found.setdefault(words, []).append(Feed(other.name, output, other.name in named))
@@ -189,7 +279,7 @@ def _feeds_for(tool: Tool, parameter: str, schema: Mapping[str, Any], catalog: S
 
 
 def build_feed_graph(catalog: Sequence[Tool], pools: ValuePools) -> FeedGraph:
-    fields_of = {tool.name: output_fields(tool.returns) for tool in catalog}
+    fields_of = {tool.name: response_fields(tool.returns) for tool in catalog}
     groups: dict[str, list[FedGroup]] = {}
     unfillable: dict[str, list[str]] = {}
     for tool in catalog:
@@ -494,6 +584,9 @@ def _resolve_group(ctx: DraftContext, node: PlanNode, group: FedArguments,
         except (LookupError, TypeError):
             raise PlanFailed(f"{source.tool} response has no {output.text()}") from None
         references[parameter] = format_reference(source.label, path)
+        schema = (ctx.graph.tools[node.tool].parameters.get("properties") or {}).get(parameter) or {}
+        if is_list_parameter(schema):  # one id for a list of ids
+            references[parameter], values[parameter] = [references[parameter]], [values[parameter]]
     return references, values
 
 

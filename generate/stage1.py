@@ -402,6 +402,17 @@ def _worth_referencing(value: Any, query: str) -> bool:
     return False
 
 
+def _reference_to(value: Any, seen: list[tuple[str, list[tuple[tuple[str | int, ...], Any]]]], query: str) -> Any:
+    """The reference to the first earlier answer holding `value` (anywhere in it), or the value."""
+    if not _worth_referencing(value, query):
+        return value
+    for label, leaves in seen:
+        path = next((p for p, leaf in leaves if leaf == value and type(leaf) is type(value)), None)
+        if path is not None:
+            return format_reference(label, path)
+    return value
+
+
 def reference_earlier_outputs(steps: list[list[Call]], query: str) -> list[list[Call]]:
     """The model copies values out of responses; write each such value as a `$label.path$`
     reference to the first earlier response holding it, so the path records what feeds what."""
@@ -412,14 +423,11 @@ def reference_earlier_outputs(steps: list[list[Call]], query: str) -> list[list[
         for call in step:
             arguments = {}
             for name, value in call.arguments.items():
-                arguments[name] = value
-                if not _worth_referencing(value, query):
-                    continue
-                for label, leaves in seen:
-                    path = next((p for p, leaf in leaves if leaf == value and type(leaf) is type(value)), None)
-                    if path is not None:
-                        arguments[name] = format_reference(label, path)
-                        break
+                if isinstance(value, list) and value and all(not isinstance(item, (dict, list)) for item in value):
+                    # a list of ids (`hotelIds`), each copied out of an earlier answer
+                    arguments[name] = [_reference_to(item, seen, query) for item in value]
+                else:
+                    arguments[name] = _reference_to(value, seen, query)
             new_step.append(call.model_copy(update={"arguments": arguments}))
         rewritten.append(new_step)
         seen.extend((call.label, list(json_leaves_with_paths(call.response))) for call in step)

@@ -40,9 +40,11 @@ def _problems(tmp_path: Path, text: str) -> list[str]:
     return [problem[len(prefix):] for problem in caught.value.problems]
 
 
-def test_shipped_pipelines_file_declares_travel_and_nestful_math():
+def test_shipped_pipelines_file_declares_travel_nestful_math_and_amadeus():
     config = load_pipelines(REPO / "pipelines.yaml")
-    assert list(config.pipelines) == ["travel", "nestful-math"]
+    assert list(config.pipelines) == ["travel", "nestful-math", "amadeus"]
+    amadeus = config.get_pipeline("amadeus")
+    assert amadeus.environment.kind == "http" and amadeus.environment.record is False  # replay unless --record
     travel = config.get_pipeline("travel")
     assert travel.name == "travel"
     assert travel.environment.kind == "python"

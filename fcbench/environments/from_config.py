@@ -50,9 +50,36 @@ def open_environment(pipeline: PipelineConfig, samples: Sequence[Sample]) -> Env
             return RecordedEnvironment(RecordedStore.load(pipeline.resolve(settings.responses or ""), tools))
         except (OSError, ValueError) as exc:
             raise UserError(f"pipeline {pipeline.name!r}: {exc}") from None
+    return _http_environment(pipeline, tools)
+
+
+def _http_environment(pipeline: PipelineConfig, tools: list[Tool]) -> Environment:
+    """Replay from the recorded store (offline, the default), or with `record` (set by `--record`)
+    call the server and record into the store, sending only the calls not recorded yet."""
+    from fcbench.environments.recorded import RecordedEnvironment, load_store_and_journal
+
+    settings = pipeline.environment
+    store_path = pipeline.resolve(settings.responses or "")
+    if not settings.record:
+        try:
+            return RecordedEnvironment(load_store_and_journal(store_path, tools))
+        except (OSError, ValueError) as exc:
+            raise UserError(f"pipeline {pipeline.name!r}: {exc}") from None
     from fcbench.environments.http_env import HttpEnvironment
 
-    return HttpEnvironment(tools, base_url=settings.base_url, timeout=settings.timeout_s)
+    return HttpEnvironment(tools, base_url=settings.base_url, base_urls=settings.base_urls, timeout=settings.timeout_s,
+                           auth_env=settings.auth_env, auth_header=settings.auth_header, auth_scheme=settings.auth_scheme,
+                           record_path=store_path, retries=settings.retries, max_per_host=settings.max_per_host,
+                           max_response_bytes=int(settings.max_response_mb * 1024 * 1024))
+
+
+def with_recording(pipeline: PipelineConfig) -> PipelineConfig:
+    """The pipeline with its http environment switched to recording (`--record`)."""
+    settings = pipeline.environment
+    if settings is None or settings.kind != "http":
+        raise UserError(f"pipeline {pipeline.name!r}: --record needs an `http` environment")
+    settings.record = True
+    return pipeline
 
 
 def _ray_environment(pipeline: PipelineConfig, tools: Sequence[Tool]) -> Environment:

@@ -1,38 +1,56 @@
-"""HTTP environment: calls the REST endpoint each catalog tool describes (standard library only).
+"""HTTP environment: calls the REST endpoint each catalog tool describes, over httpx.
 
-A tool is callable over HTTP when its `meta` carries what NESTful v1's RapidAPI specs carry:
-`method`, `endpoint` and `host` (the NESTful adapter puts them there). Path parameters are those the
-catalog marks as such (NESTful v1 `path_parameters`, kept by the adapter under
-`meta["nestful"]["group_of"]`, or a property with `"x-in": "path"`), or any `{name}` placeholder in
-the endpoint; they are substituted into (or appended to) the path. The other arguments go to the
-query string for GET/DELETE and to a JSON body otherwise.
+Where an argument goes:
+- a tool imported from an OpenAPI description (`fcbench.catalog.openapi`) carries
+  `meta["openapi"]["locations"]`: each argument goes to the path, the query, a header, a form field,
+  a property of the JSON body, or is the whole JSON body, exactly as the description says; an array
+  in the query is sent as the description's style (`csv` a,b or `multi` a=..&a=..);
+- a NESTful v1 tool (`method`, `endpoint`, `host` in `meta`) keeps NESTful's rules: `{name}`
+  placeholders and path parameters in the path, the rest in the query for GET/DELETE and in a JSON
+  body otherwise; its `output_parser` (`result.data[0].{param}`) picks the part of the answer
+  references read.
 
-NESTful v1 specs also give an `output_parser` such as `result.data[0].{param}`: the gold paths'
-references (`$var1.skyId$`) read the object at that path of the API's answer, so the environment
-answers with that object (`result` is the whole answer). A parser it cannot follow (`result.{}.…`)
-leaves the answer whole.
+Where the request goes: `base_urls[source]` (one server per description, e.g. one Prism per file),
+else `base_url`, else the description's own server (`meta["openapi"]["server"]`, or
+`https://{host}` for NESTful). A base URL replaces the server URL whole, base path included.
 
-`base_url` replaces `https://{host}` (a local mock, a proxy, a recorded server). With a
-`RecordedStore`, every successful answer is recorded and `close()` saves it, so a benchmark is built
-once against a live API and replayed offline with `RecordedEnvironment`.
-API keys come from the process environment (RAPIDAPI_KEY) and are never recorded.
+Sending: a per-call timeout; retries with exponential backoff on 429 and 5xx and on transport
+errors, honouring `Retry-After`; at most `max_per_host` requests in flight per host (calls of a step
+and paths run concurrently up to that); a response larger than `max_response_bytes` is cut off and
+reported. A body that is not JSON (an HTML error page, an empty body, gzip bytes without a
+Content-Encoding) is an `unexpected_response` naming the call, never a crash.
+
+Secrets: `auth_env` names an environment variable whose value goes in a header (`Authorization:
+Bearer …` by default) and nowhere else: not in the recording (keyed by tool + arguments only), not
+in an error message (messages name method + URL without headers). The RapidAPI key of NESTful tools
+(RAPIDAPI_KEY) goes only to RapidAPI hosts. httpx follows no redirect, so no header is ever sent
+to another host.
+
+Recording: with `record_path`, every successful answer is appended at once to a journal beside the
+store (`<store>.journal.jsonl`, one line per call, flushed) and `close()` folds it into the store
+file atomically. A killed recording loses nothing it had received; a re-run loads store + journal
+and sends only the calls not recorded yet. Replay is `RecordedEnvironment` over the same store.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
-import socket
-import urllib.error
+import threading
+import time
 import urllib.parse
-import urllib.request
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
-from fcbench.environments import CallOutcome, Environment, ErrorReason
-from fcbench.environments.recorded import RecordedStore
+import httpx
+
+from fcbench.environments import CallOutcome, Environment, ErrorReason, PlannedCall, PathRun, run_path
+from fcbench.environments.recorded import RecordedStore, RecordingJournal
 from fcbench.resolve import walk_path
 
 if TYPE_CHECKING:
@@ -40,6 +58,9 @@ if TYPE_CHECKING:
 
 RAPIDAPI_KEY_ENV_VAR = "RAPIDAPI_KEY"
 _BODY_METHODS = {"POST", "PUT", "PATCH"}
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+MAX_RETRY_AFTER_S = 30.0
+DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -50,9 +71,43 @@ class HttpEndpoint:
     path_parameters: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class HttpRequest:
+    """One call as it goes on the wire (pure data; secrets are added only when it is sent)."""
+
+    method: str
+    url: str
+    params: tuple[tuple[str, str], ...] = ()
+    headers: Mapping[str, str] = field(default_factory=dict)
+    json_body: Any = None
+    has_json_body: bool = False
+    form: Mapping[str, str] | None = None
+
+    def describe(self) -> str:
+        """Method and URL with its query: what an error message may say (never a header)."""
+        query = urllib.parse.urlencode(self.params)
+        return f"{self.method} {self.url}{'?' + query if query else ''}"
+
+    @property
+    def host(self) -> str:
+        return urllib.parse.urlsplit(self.url).netloc
+
+
+def http_meta(tool: "Tool") -> Mapping[str, Any]:
+    """Where a tool's HTTP facts are: its `meta` (NESTful adapter, OpenAPI import in memory) or,
+    for a catalog file written by `build-dataset new`, the spec's own `http` key (which the
+    OpenAI-style reader keeps under `meta["openai"]["extra"]`)."""
+    if "method" in tool.meta:
+        return tool.meta
+    openai = tool.meta.get("openai")
+    extra = openai.get("extra") if isinstance(openai, dict) else None
+    http = extra.get("http") if isinstance(extra, dict) else None
+    return http if isinstance(http, dict) else tool.meta
+
+
 def endpoint_of(tool: "Tool") -> HttpEndpoint | None:
     """The HTTP endpoint a catalog tool describes, or None when it describes none."""
-    meta = tool.meta
+    meta = http_meta(tool)
     method, endpoint = meta.get("method"), meta.get("endpoint")
     if not isinstance(method, str) or not isinstance(endpoint, str):
         return None
@@ -67,23 +122,76 @@ def _path_parameters(tool: "Tool") -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
-def build_request(
-    endpoint: HttpEndpoint, arguments: Mapping[str, Any], base_url: str | None, headers: Mapping[str, str]
-) -> urllib.request.Request:
-    """The request for one call (pure: nothing is sent)."""
+def server_url(tool: "Tool", base_url: str | None, base_urls: Mapping[str, str] | None = None) -> str:
+    meta = http_meta(tool)
+    openapi = meta.get("openapi") if isinstance(meta.get("openapi"), dict) else None
+    if openapi and base_urls and openapi.get("source") in base_urls:
+        return base_urls[openapi["source"]].rstrip("/")
+    if base_url:
+        return base_url.rstrip("/")
+    if openapi and openapi.get("server"):
+        return str(openapi["server"]).rstrip("/")
+    return f"https://{meta.get('host') or ''}"
+
+
+def build_request(tool: "Tool", arguments: Mapping[str, Any], base_url: str | None = None,
+                  base_urls: Mapping[str, str] | None = None, headers: Mapping[str, str] | None = None) -> HttpRequest:
+    """The request for one call (pure: nothing is sent). Raises ValueError for a tool with no endpoint."""
+    endpoint = endpoint_of(tool)
+    if endpoint is None:
+        raise ValueError(f"{tool.name}: the catalog gives no HTTP method/endpoint")
+    root = server_url(tool, base_url, base_urls)
+    openapi = http_meta(tool).get("openapi")
+    if isinstance(openapi, dict) and isinstance(openapi.get("locations"), dict):
+        return _openapi_request(endpoint, openapi, arguments, root, headers or {})
     path, rest = _fill_path(endpoint, arguments)
-    root = (base_url or f"https://{endpoint.host}").rstrip("/")
     url = root + (path if path.startswith("/") else "/" + path)
-    data = None
-    all_headers = {"Accept": "application/json", **headers}
+    all_headers = {"Accept": "application/json", **(headers or {})}
     if endpoint.method in _BODY_METHODS:
-        data = json.dumps(rest, ensure_ascii=False).encode()
-        all_headers["Content-Type"] = "application/json"
-    elif rest:
-        url += ("&" if "?" in url else "?") + urllib.parse.urlencode(
-            [(name, _query_text(value)) for name, value in rest.items() if value is not None]
-        )
-    return urllib.request.Request(url, data=data, method=endpoint.method, headers=all_headers)
+        return HttpRequest(endpoint.method, url, (), all_headers, dict(rest), True)
+    params = tuple((name, _query_text(value)) for name, value in rest.items() if value is not None)
+    return HttpRequest(endpoint.method, url, params, all_headers)
+
+
+def _openapi_request(endpoint: HttpEndpoint, openapi: Mapping[str, Any], arguments: Mapping[str, Any], root: str,
+                     headers: Mapping[str, str]) -> HttpRequest:
+    locations: Mapping[str, str] = openapi["locations"]
+    wire: Mapping[str, str] = openapi.get("wire_names") or {}
+    styles: Mapping[str, str] = openapi.get("array_styles") or {}
+    path = endpoint.endpoint
+    params: list[tuple[str, str]] = []
+    accept = ", ".join(openapi.get("produces") or []) or "application/json"
+    all_headers = {"Accept": accept, **headers}
+    body: dict[str, Any] = {}
+    whole: Any = None
+    has_body = False
+    form: dict[str, str] = {}
+    for name, value in arguments.items():
+        where = locations.get(name, "query" if endpoint.method not in _BODY_METHODS else "body")
+        sent_as = wire.get(name, name)
+        if value is None and where != "body_whole":
+            continue
+        if where == "path":
+            path = path.replace("{" + sent_as + "}", urllib.parse.quote(_query_text(value), safe=""))
+        elif where == "query":
+            if isinstance(value, (list, tuple)) and styles.get(name) == "multi":
+                params.extend((sent_as, _query_text(item)) for item in value)
+            else:
+                params.append((sent_as, _query_text(value, styles.get(name, "csv"))))
+        elif where == "header":
+            all_headers[sent_as] = _query_text(value)
+        elif where == "cookie":
+            all_headers["Cookie"] = "; ".join(filter(None, [all_headers.get("Cookie"), f"{sent_as}={_query_text(value)}"]))
+        elif where == "form":
+            form[sent_as] = _query_text(value)
+        elif where == "body_whole":
+            whole, has_body = value, True
+        else:
+            body[sent_as] = value
+            has_body = True
+    if body and whole is None:
+        whole = body
+    return HttpRequest(endpoint.method, root + path, tuple(params), all_headers, whole, has_body, form or None)
 
 
 def _fill_path(endpoint: HttpEndpoint, arguments: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -99,11 +207,14 @@ def _fill_path(endpoint: HttpEndpoint, arguments: Mapping[str, Any]) -> tuple[st
     return path, rest
 
 
-def _query_text(value: Any) -> str:
+_SEPARATORS = {"csv": ",", "ssv": " ", "tsv": "\t", "pipes": "|"}
+
+
+def _query_text(value: Any, style: str = "csv") -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (list, tuple)) and all(not isinstance(item, (dict, list)) for item in value):
-        return ",".join(_query_text(item) for item in value)
+        return _SEPARATORS.get(style, ",").join(_query_text(item) for item in value)
     if isinstance(value, (dict, list)):
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     return str(value)
@@ -127,12 +238,48 @@ def output_parser_path(parser: str) -> tuple[str | int, ...] | None:
     return tuple(parts) if position == len(body) else None
 
 
-def _decode_body(body: bytes) -> Any:
+class _NotJson(ValueError):
+    pass
+
+
+def decode_body(body: bytes, content_type: str, strict: bool) -> Any:
+    """The JSON value of a body. `strict` (tools whose description promises JSON): an empty body,
+    an HTML page or other text raises `_NotJson` with what it was; otherwise text is kept as text."""
+    if body[:2] == b"\x1f\x8b":  # gzip bytes the server did not label with Content-Encoding
+        try:
+            body = gzip.decompress(body)
+        except (OSError, EOFError) as exc:
+            raise _NotJson(f"a gzip body that does not decompress ({exc})") from None
+    if not body.strip():
+        if strict:
+            raise _NotJson("an empty body")
+        return None
     text = body.decode("utf-8", errors="replace")
     try:
         return json.loads(text)
     except ValueError:
-        return text
+        if not strict:
+            return text
+        kind = "an HTML page" if "html" in content_type.lower() or text.lstrip()[:1] == "<" else f"a non-JSON body ({content_type or 'no content type'})"
+        raise _NotJson(f"{kind}: {text.strip()[:80]!r}") from None
+
+
+def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
+    """`Retry-After` as seconds to wait (delta-seconds or an HTTP date), capped; None if absent/bad."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return min(float(value), MAX_RETRY_AFTER_S)
+    try:
+        when = parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, min(when - (now if now is not None else time.time()), MAX_RETRY_AFTER_S))
+
+
+class _TooLarge(Exception):
+    pass
 
 
 class HttpEnvironment(Environment):
@@ -141,65 +288,169 @@ class HttpEnvironment(Environment):
         tools: Iterable["Tool"],
         *,
         base_url: str | None = None,
+        base_urls: Mapping[str, str] | None = None,
         timeout: float = 10.0,
         headers: Mapping[str, str] | None = None,
+        auth_env: str | None = None,
+        auth_header: str = "Authorization",
+        auth_scheme: str = "Bearer",
         record_to: RecordedStore | None = None,
         record_path: str | Path | None = None,
         parse_output: bool = True,
+        retries: int = 3,
+        backoff_s: float = 0.2,
+        max_per_host: int = 8,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         self.tools = {tool.name: tool for tool in tools}
         self.base_url = base_url
+        self.base_urls = dict(base_urls or {})
         self.parse_output = parse_output
         self.timeout = timeout
         self.headers = dict(headers or {})
+        self.retries = retries
+        self.backoff_s = backoff_s
+        self.max_per_host = max_per_host
+        self.max_response_bytes = max_response_bytes
+        self._auth = self._auth_header(auth_env, auth_header, auth_scheme)
+        self._limits: dict[str, threading.Semaphore] = {}
+        self._limits_lock = threading.Lock()
+        self._client = httpx.Client(timeout=timeout, follow_redirects=False,
+                                    limits=httpx.Limits(max_connections=None, max_keepalive_connections=64))
         self.record_path = Path(record_path) if record_path else None
-        self.store = record_to if record_to is not None else (RecordedStore(self.tools.values()) if self.record_path else None)
+        self.journal: RecordingJournal | None = None
+        if self.record_path is not None:
+            self.store, self.journal = RecordingJournal.open(self.record_path, self.tools.values())
+        else:
+            self.store = record_to
+        self.sent = 0  # requests that went on the wire (retries included)
+        self.from_store = 0  # record mode: calls answered from what an earlier run recorded
 
-    def _with_key(self, request: urllib.request.Request, endpoint: HttpEndpoint) -> urllib.request.Request:
-        """Add the RapidAPI key only for a catalog host that is RapidAPI itself or a subdomain of it
-        (not any name merely ending in "rapidapi.com"). A `base_url` the user configured (a local
-        replay or a proxy) gets it too: that routing is the user's own choice. The key is never
-        copied onto a redirect."""
-        if _is_rapidapi_host(endpoint.host):
-            request.add_header("X-rapidapi-host", endpoint.host)
-            key = os.environ.get(RAPIDAPI_KEY_ENV_VAR)
-            if key:
-                request.add_unredirected_header("X-rapidapi-key", key)  # never copied onto a redirect
-        return request
+    @staticmethod
+    def _auth_header(variable: str | None, header: str, scheme: str) -> tuple[str, str] | None:
+        if not variable:
+            return None
+        secret = os.environ.get(variable)
+        if not secret:
+            from fcbench.errors import UserError
+
+            raise UserError(f"the environment variable {variable} (auth_env) is not set")
+        return header, f"{scheme} {secret}" if scheme else secret
 
     def call(self, name: str, arguments: Mapping[str, Any]) -> CallOutcome:
         tool = self.tools.get(name)
         if tool is None:
             return CallOutcome.failure(ErrorReason.UNKNOWN_TOOL, f"no tool named {name!r} in the catalog")
-        endpoint = endpoint_of(tool)
-        if endpoint is None:
-            return CallOutcome.failure(ErrorReason.UNKNOWN_TOOL, f"{name}: the catalog gives no HTTP method/endpoint")
-        request = self._with_key(build_request(endpoint, arguments, self.base_url, self.headers), endpoint)
-        outcome = self._send(name, request)
+        if self.journal is not None:
+            known = self.store.lookup(name, arguments)
+            if known is not None:  # a re-run of a recording sends only what is missing
+                self.from_store += 1
+                return CallOutcome.success(known.response)
+        try:
+            request = build_request(tool, arguments, self.base_url, self.base_urls, self.headers)
+        except ValueError as exc:
+            return CallOutcome.failure(ErrorReason.UNKNOWN_TOOL, str(exc))
+        meta = http_meta(tool)
+        strict = isinstance(meta.get("openapi"), dict)  # the description promises JSON
+        host = str(meta.get("host") or "")
+        outcome = self._send(name, request, host if _is_rapidapi_host(host) else None, strict)
         if outcome.ok and self.parse_output:
             outcome = _parsed_output(name, tool, outcome)
         if outcome.ok and self.store is not None:
-            self.store.add(name, arguments, outcome.response)
+            if self.store.add(name, arguments, outcome.response) and self.journal is not None:
+                self.journal.append(name, arguments, outcome.response)
         return outcome
 
-    def _send(self, name: str, request: urllib.request.Request) -> CallOutcome:
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as answer:
-                return CallOutcome.success(_decode_body(answer.read()))
-        except urllib.error.HTTPError as exc:
-            body = _decode_body(exc.read() or b"")
-            return CallOutcome.failure(ErrorReason.HTTP_STATUS, f"{name}: HTTP {exc.code} {exc.reason}", body)
-        except urllib.error.URLError as exc:
-            if isinstance(exc.reason, (TimeoutError, socket.timeout)):
-                return _timed_out(name, self.timeout)
-            return CallOutcome.failure(ErrorReason.NETWORK, f"{name}: {exc.reason}")
-        except (TimeoutError, socket.timeout):
-            return _timed_out(name, self.timeout)
-        except OSError as exc:  # connection reset mid-answer and the like
-            return CallOutcome.failure(ErrorReason.NETWORK, f"{name}: {exc}")
+    # ---- sending
+    def _limit(self, host: str) -> threading.Semaphore:
+        with self._limits_lock:
+            if host not in self._limits:
+                self._limits[host] = threading.Semaphore(self.max_per_host)
+            return self._limits[host]
+
+    def _send(self, name: str, request: HttpRequest, rapidapi_host: str | None, strict: bool) -> CallOutcome:
+        where = f"{name} ({request.describe()})"
+        headers = dict(request.headers)
+        if self._auth is not None:
+            headers[self._auth[0]] = self._auth[1]
+        if rapidapi_host:  # the key only for a catalog host that is RapidAPI itself or a subdomain of it
+            headers["X-RapidAPI-Host"] = rapidapi_host
+            key = os.environ.get(RAPIDAPI_KEY_ENV_VAR)
+            if key:
+                headers["X-RapidAPI-Key"] = key
+        outcome = CallOutcome.failure(ErrorReason.NETWORK, f"{where}: not sent")
+        for attempt in range(self.retries + 1):
+            wait: float | None = None
+            try:
+                with self._limit(request.host):
+                    self.sent += 1
+                    status, content_type, body, retry_after = self._exchange(request, headers)
+            except _TooLarge:
+                return CallOutcome.failure(ErrorReason.UNEXPECTED_RESPONSE,
+                                           f"{where}: response larger than {self.max_response_bytes} bytes: not kept")
+            except httpx.TimeoutException:
+                outcome = CallOutcome.failure(ErrorReason.TIMEOUT, f"{where}: no answer within {self.timeout:g} s")
+            except httpx.HTTPError as exc:
+                outcome = CallOutcome.failure(ErrorReason.NETWORK, f"{where}: {type(exc).__name__}: {exc}")
+            else:
+                if status < 400:
+                    if status == 204:
+                        return CallOutcome.success(None)
+                    try:
+                        return CallOutcome.success(decode_body(body, content_type, strict))
+                    except _NotJson as exc:
+                        return CallOutcome.failure(ErrorReason.UNEXPECTED_RESPONSE, f"{where}: HTTP {status} with {exc}")
+                try:
+                    error_body = decode_body(body, content_type, False)
+                except _NotJson:
+                    error_body = None
+                outcome = CallOutcome.failure(ErrorReason.HTTP_STATUS, f"{where}: HTTP {status}", error_body)
+                if status not in RETRY_STATUSES:
+                    return outcome
+                wait = retry_after_seconds(retry_after)
+            if attempt < self.retries:
+                time.sleep(wait if wait is not None else self.backoff_s * (2 ** attempt))
+        return outcome
+
+    def _exchange(self, request: HttpRequest, headers: Mapping[str, str]) -> tuple[int, str, bytes, str | None]:
+        kwargs: dict[str, Any] = {"params": list(request.params), "headers": headers}
+        if request.form is not None:
+            kwargs["data"] = dict(request.form)
+        elif request.has_json_body:
+            kwargs["content"] = json.dumps(request.json_body, ensure_ascii=False).encode()
+            kwargs["headers"] = {**headers, "Content-Type": "application/json"}
+        with self._client.stream(request.method, request.url, **kwargs) as response:
+            declared = response.headers.get("content-length")
+            if declared and declared.isdigit() and int(declared) > self.max_response_bytes:
+                raise _TooLarge()
+            chunks, size = [], 0
+            for chunk in response.iter_bytes():
+                size += len(chunk)
+                if size > self.max_response_bytes:
+                    raise _TooLarge()
+                chunks.append(chunk)
+            return (response.status_code, response.headers.get("content-type", ""), b"".join(chunks),
+                    response.headers.get("retry-after"))
+
+    # ---- concurrency: the calls of a step, and paths, run side by side (per-host limit applies)
+    def call_step(self, calls: Sequence[tuple[str, Mapping[str, Any]]]) -> list[CallOutcome]:
+        if len(calls) <= 1:
+            return [self.call(name, arguments) for name, arguments in calls]
+        with ThreadPoolExecutor(max_workers=min(len(calls), self.max_per_host)) as pool:
+            return list(pool.map(lambda call: self.call(*call), calls))
+
+    def iter_run_paths(self, paths: Sequence[Sequence[Sequence[PlannedCall]]]) -> Iterator[tuple[int, PathRun]]:
+        if len(paths) <= 1:
+            yield from super().iter_run_paths(paths)
+            return
+        with ThreadPoolExecutor(max_workers=self.max_per_host) as pool:
+            yield from enumerate(pool.map(lambda path: run_path(path, self.call_step), paths))
 
     def close(self) -> None:
-        if self.store is not None and self.record_path is not None:
+        self._client.close()
+        if self.journal is not None:
+            self.journal.close()  # folds the journal into the store file, atomically
+        elif self.store is not None and self.record_path is not None:
             self.store.save(self.record_path)
 
 
@@ -219,7 +470,3 @@ def _parsed_output(name: str, tool: "Tool", outcome: CallOutcome) -> CallOutcome
         return CallOutcome.failure(
             ErrorReason.UNEXPECTED_RESPONSE, f"{name}: answer does not follow {parser}: {exc}", outcome.response
         )
-
-
-def _timed_out(name: str, seconds: float) -> CallOutcome:
-    return CallOutcome.failure(ErrorReason.TIMEOUT, f"{name}: no answer within {seconds:g} s")

@@ -13,6 +13,7 @@ react to, and the outcome says `not_recorded`.
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
@@ -156,3 +157,65 @@ class RecordedEnvironment(Environment):
         return CallOutcome.failure(
             ErrorReason.NOT_RECORDED, f"no recorded response for {name} with these arguments", self.unknown_call_response
         )
+
+
+class RecordingJournal:
+    """Append-only log of the answers a recording run receives, beside the store file
+    (`<store>.journal.jsonl`): each answer is one flushed line the moment it arrives, so killing
+    the run loses nothing received. `open` loads the store and any journal a killed run left;
+    `close` writes the whole store atomically and removes the journal."""
+
+    def __init__(self, store_path: Path, store: RecordedStore) -> None:
+        self.store_path = store_path
+        self.store = store
+        self.path = journal_path(store_path)
+        self._lock = threading.Lock()
+        self._file = None
+
+    @classmethod
+    def open(cls, store_path: str | Path, tools: Iterable["Tool"] | Mapping[str, Mapping[str, Any]] | None = None
+             ) -> tuple[RecordedStore, "RecordingJournal"]:
+        store_path = Path(store_path)
+        store = load_store_and_journal(store_path, tools)
+        return store, cls(store_path, store)
+
+    def append(self, name: str, arguments: Mapping[str, Any], response: Any) -> None:
+        line = json.dumps({"name": name, "arguments": arguments, "response": response}, ensure_ascii=False)
+        with self._lock:
+            if self._file is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._file = self.path.open("a", encoding="utf-8")
+            self._file.write(line + "\n")
+            self._file.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+            if len(self.store) or self.store_path.exists():
+                self.store.save(self.store_path)
+            self.path.unlink(missing_ok=True)
+
+
+def journal_path(store_path: str | Path) -> Path:
+    store_path = Path(store_path)
+    return store_path.with_name(store_path.name + ".journal.jsonl")
+
+
+def load_store_and_journal(store_path: str | Path, tools: Iterable["Tool"] | Mapping[str, Mapping[str, Any]] | None = None
+                           ) -> RecordedStore:
+    """The store file (empty if absent) plus what a killed recording left in its journal; a line
+    cut off by the kill (the last one) is ignored."""
+    store_path = Path(store_path)
+    store = RecordedStore.load(store_path, tools) if store_path.is_file() else RecordedStore(tools)
+    journal = journal_path(store_path)
+    if journal.is_file():
+        for line in journal.read_text(encoding="utf-8").splitlines():
+            try:
+                item = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(item, dict) and {"name", "arguments", "response"} <= item.keys():
+                store.add(item["name"], item["arguments"], item["response"])
+    return store

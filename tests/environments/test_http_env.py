@@ -184,15 +184,17 @@ def test_record_live_answers_then_replay_offline(tmp_path: Path, v1_tools, monke
     assert [run.outcome.response for run in replayed.runs] == [run.outcome.response for run in live_run.runs]
 
 
-def test_the_rapidapi_key_goes_only_to_rapidapi_hosts_and_never_follows_a_redirect(monkeypatch):
-    from fcbench.environments.http_env import HttpEndpoint, HttpEnvironment, _is_rapidapi_host, build_request
+def test_the_rapidapi_key_goes_only_to_rapidapi_hosts_and_never_follows_a_redirect(server, monkeypatch):
+    from fcbench.environments.http_env import HttpEnvironment, _is_rapidapi_host
 
     assert _is_rapidapi_host("sky-scrapper.p.rapidapi.com") and _is_rapidapi_host("rapidapi.com")
     assert not _is_rapidapi_host("evilrapidapi.com") and not _is_rapidapi_host("rapidapi.com.evil.example")
     monkeypatch.setenv("RAPIDAPI_KEY", SECRET)
-    environment = HttpEnvironment([])
-    for host, expected in (("api.rapidapi.com", True), ("evilrapidapi.com", False)):
-        endpoint = HttpEndpoint(method="GET", host=host, endpoint="/x")
-        request = environment._with_key(build_request(endpoint, {}, None, {}), endpoint)
-        assert (request.get_header("X-rapidapi-key") == SECRET) is expected
-        assert "X-rapidapi-key" not in request.headers  # unredirected headers are not copied on a redirect
+    tools = [Tool(name=f"search_{n}", meta={"method": "GET", "endpoint": "/api/v1/flights/searchAirport", "host": host})
+             for n, host in (("rapid", "api.rapidapi.com"), ("evil", "evilrapidapi.com"))]
+    with HttpEnvironment(tools, base_url=server) as environment:
+        assert environment._client.follow_redirects is False  # no header ever reaches a redirect target
+        rapid = environment.call("search_rapid", {"query": "Rome"}).response["data"][0]
+        evil = environment.call("search_evil", {"query": "Rome"}).response["data"][0]
+    assert rapid["key_sent"] is True and rapid["host_header"] == "api.rapidapi.com"
+    assert evil["key_sent"] is False and evil["host_header"] is None

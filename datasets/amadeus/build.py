@@ -1,0 +1,123 @@
+"""How datasets/amadeus was made, step by step (re-run any step to refresh it):
+
+  .venv/bin/python datasets/amadeus/build.py import     # build-dataset new's files for the 11 descriptions + domains
+  .venv/bin/python datasets/amadeus/build.py record     # Prism per description; stage1 + (with the export) the
+                                                       # later stages with --record: fills recorded.json
+Then `build-dataset run amadeus --offline` replays everything from recorded.json.
+
+The pipeline entry in pipelines.yaml was appended by `build-dataset new amadeus --openapi ...` (the
+files below) and then edited by hand: domains, seed, stage settings, the stage2 export.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+AMADEUS = REPO.parent / "shared" / "external" / "amadeus"
+HERE = REPO / "datasets" / "amadeus"
+DESCRIPTIONS = [AMADEUS / f"{stem}_swagger_specification.json" for stem in (
+    "AirportCitySearch_v1", "CitySearch_v1", "FlightOffersSearch_v2", "FlightOffersPrice_v1", "HotelList_v1",
+    "HotelSearch_v3", "HotelRatings_v2", "ToursandActivities_v1", "PointsOfInterest_v1", "TransferSearch_v1",
+    "TransferBook_v1")]
+# A draft mixes the tools of its domains: lookups go with the domain that uses their answers.
+DOMAIN_OF_SOURCE = {"AirportCitySearch": "flights", "FlightOffersSearch": "flights", "FlightOffersPrice": "flights",
+                    "CitySearch": "activities", "ToursandActivities": "activities", "PointsOfInterest": "activities",
+                    "HotelList": "hotels", "HotelSearch": "hotels", "HotelRatings": "hotels",
+                    "TransferSearch": "transfers", "TransferBook": "transfers"}
+
+# Required arguments the descriptions give no example for: written by hand (like travel's pools),
+# each used by the tools listed. Everything else in value_pools.json is seeded from the descriptions.
+HAND_SLOTS = {
+    "place_code": {"description": "IATA city/airport codes a user types as a keyword (hand-written)",
+                   "used_by": [{"tool": "getAirportCitySearch", "arguments": {"keyword": "value"}}],
+                   "values": [{"value": code} for code in ("PAR", "LON", "MUC", "NYC", "BCN", "MAD")]},
+    "departure_date": {"description": "departure dates (hand-written)",
+                       "used_by": [{"tool": "getFlightOffers", "arguments": {"departureDate": "value"}}],
+                       "values": [{"value": day} for day in ("2026-12-01", "2026-12-15", "2027-01-10", "2027-02-03")]},
+    "transfer_start": {"description": "transfer pick-up date-times (hand-written)",
+                       "used_by": [{"tool": "getTransferOffers", "arguments": {"startDateTime": "value"}}],
+                       "values": [{"value": at} for at in ("2026-12-01T10:30:00", "2026-12-15T18:00:00")]},
+    "party": {"description": "number of adult travellers (hand-written)",
+              "used_by": [{"tool": "getFlightOffers", "arguments": {"adults": "value"}},
+                          {"tool": "getMultiHotelOffers", "arguments": {"adults": "value"}}],
+              "values": [{"value": n} for n in (1, 2, 3)]},
+    "area": {"description": "bounding boxes (Amadeus's Barcelona and Paris examples, hand-written)",
+             "used_by": [{"tool": tool, "arguments": {side: side for side in ("north", "west", "south", "east")}}
+                         for tool in ("ListActivitiesBySquare", "getPointsOfInterestBySquare")],
+             "values": [{"north": 41.397158, "west": 2.160873, "south": 41.394582, "east": 2.177181},
+                        {"north": 48.91, "west": 2.25, "south": 48.8, "east": 2.41}]},
+}
+
+
+def import_descriptions() -> None:
+    from fcbench.catalog.lint import lint_tools, count_by_code
+    from fcbench.catalog.openapi import import_openapi
+    from fcbench.jsonl import write_json
+    from fcbench.scaffold import catalog_record, value_pools
+
+    imported = import_openapi(DESCRIPTIONS)
+    assert not imported.errors, [n.describe() for n in imported.errors]
+    records = [catalog_record(tool) for tool in imported.tools]
+    for record in records:
+        record["domain"] = DOMAIN_OF_SOURCE[record["http"]["openapi"]["source"].split("_")[0]]
+    write_json(HERE / "tools.json", records, indent=2)
+    pools = value_pools(imported.tools)
+    pools["slots"].update(HAND_SLOTS)
+    # the descriptions give one city code (PAR): more, so stage3 has other cities to substitute
+    pools["slots"]["cityCode"]["values"] += [{"value": code} for code in ("LON", "NYC", "BCN", "MAD")]
+    write_json(HERE / "value_pools.json", pools, indent=2)
+    findings = lint_tools(imported.tools)
+    write_json(HERE / "import_report.json", {
+        "files": [str(Path(f).relative_to(REPO.parent)) for f in imported.files], "tools": len(records),
+        "notes": [n.as_dict() for n in imported.notes],
+        "lint": {"counts": count_by_code(findings), "findings": [f.as_dict() for f in findings]}}, indent=2)
+    print(f"{len(records)} tools, lint {count_by_code(findings)}")
+
+
+def record(stages: list[str]) -> None:
+    """Start Prism (one process per description), point the http environment at it in record
+    mode, and run the stages: only calls not yet in recorded.json are sent."""
+    from fcbench.config import load_pipelines
+    from fcbench.prism import start_prism
+
+    pipeline = load_pipelines(REPO / "pipelines.yaml").get_pipeline("amadeus")
+    with start_prism(DESCRIPTIONS, pipeline.build_dir / "prism-logs") as servers:
+        pipeline.environment.record = True
+        pipeline.environment.base_urls = servers.base_urls
+        for stage in stages:
+            print(stage, json.dumps(run_stage(pipeline, stage), default=str)[:400])
+
+
+def run_stage(pipeline, stage: str):
+    if stage == "stage1":
+        from generate.stage1 import run_stage1
+
+        return run_stage1(pipeline, offline=True).summary
+    if stage == "stage2":
+        from annotate.stage2 import run_stage2_pull
+        from fcbench.pipeline import annotation_export
+
+        return run_stage2_pull(pipeline, from_export=annotation_export(pipeline)).counts
+    if stage == "stage3":
+        from generate.stage3 import run_stage3
+
+        return run_stage3(pipeline, offline=True).summary
+    if stage == "filter":
+        from fcbench.pipeline import run_filter_stage
+
+        return run_filter_stage(pipeline, offline=True).counts
+    raise SystemExit(f"unknown stage {stage!r}")
+
+
+if __name__ == "__main__":
+    command, *rest = sys.argv[1:] or ["help"]
+    if command == "import":
+        import_descriptions()
+    elif command == "record":
+        record(rest or ["stage1", "stage2", "stage3", "filter"])
+    else:
+        print(__doc__)

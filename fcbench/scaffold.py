@@ -1,0 +1,216 @@
+"""`build-dataset new NAME --openapi FILE_OR_DIR...`: scaffold a benchmark over one's own API.
+
+Writes `datasets/NAME/` (tools.json, value_pools.json, import_report.json) and appends a pipeline
+entry to pipelines.yaml as text, so the file's comments and order stay exactly as they were. The
+entry uses an `http` environment replayed from `datasets/NAME/recorded.json`; `--record` on a
+stage (or `run`) calls the server and fills that store.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fcbench.catalog.lint import count_by_code, lint_tools
+from fcbench.catalog.openapi import OpenAPIImport, import_openapi
+from fcbench.config import PIPELINE_NAME_PATTERN, load_pipelines
+from fcbench.errors import UserError
+from fcbench.jsonl import write_json, write_text
+from fcbench.sample import Tool
+
+MAX_POOL_VALUES = 20
+_CAMEL_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+
+
+@dataclass
+class ScaffoldResult:
+    name: str
+    dataset_dir: str
+    tools: int
+    files: int
+    slots: int
+    notes: list[dict[str, str]] = field(default_factory=list)
+    lint: dict[str, int] = field(default_factory=dict)
+    lint_findings: list[dict[str, Any]] = field(default_factory=list)
+    pipelines_file: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.__dict__.copy()
+
+
+def domain_of_source(stem: str) -> str:
+    """A tool's domain from its description file's name: its first word (`HotelSearch_v3` -> hotel)."""
+    words = _CAMEL_WORD.findall(stem.split("_")[0])
+    return words[0].lower() if words else "general"
+
+
+def catalog_record(tool: Tool) -> dict[str, Any]:
+    """A tool as written in tools.json: an OpenAI-style spec plus `domain` and `http` (where each
+    argument goes), which the catalog reader keeps and the http environment reads."""
+    record: dict[str, Any] = {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+    if tool.returns is not None:
+        record["returns"] = tool.returns
+    record["domain"] = domain_of_source(tool.meta["openapi"]["source"])  # edit freely: stage1 mixes domains by it
+    record["http"] = {key: tool.meta[key] for key in ("method", "endpoint", "host", "openapi")}
+    return record
+
+
+def value_pools(tools: list[Tool]) -> dict[str, Any]:
+    """One slot per argument name that has enum values or examples, filling that argument in every
+    tool that takes it (a `cityCode` example serves all city-code arguments). An identifier
+    argument with an example also takes the values its name (or, for a list, its singular) has in
+    the published example answers (`hotelIds` <- every `hotelId`): ids the API really issues."""
+    answered = _example_answer_values(tools)
+    slots: dict[str, dict[str, Any]] = {}
+    for tool in tools:
+        for name, schema in (tool.parameters.get("properties") or {}).items():
+            if not isinstance(schema, dict):
+                continue
+            listed = schema.get("type") == "array" and isinstance(schema.get("items"), dict)
+            source = schema["items"] if listed else schema
+            harvested = answered.get(name[:-1] if listed and name.endswith("s") else name, []) \
+                if re.search(r"(Id|_id|Ids|_ids)$", name) else []
+            values = [v for v in [*schema.get("examples", []), *source.get("examples", []), *source.get("enum", [])]
+                      if v is not None and not isinstance(v, dict)]
+            # only where the description itself gives an example: an argument without one stays
+            # free for the graph sampler to feed from an earlier answer
+            values += [v for v in harvested if values and v not in values and not isinstance(v, dict)]
+            # a list parameter takes a one-entry list; an example list is kept as given
+            values = [v if isinstance(v, list) else [v] for v in values] if listed else \
+                [v for v in values if not isinstance(v, list)]
+            if not values:
+                continue
+            slot = slots.setdefault(name, {"description": f"values of `{name}` from the descriptions' enums and examples",
+                                           "used_by": [], "values": []})
+            for value in values:
+                if {"value": value} not in slot["values"] and len(slot["values"]) < MAX_POOL_VALUES:
+                    slot["values"].append({"value": value})
+            if not any(use["tool"] == tool.name for use in slot["used_by"]):
+                slot["used_by"].append({"tool": tool.name, "arguments": {name: "value"}})
+    return {"description": "Slot values seeded by `build-dataset new` from the OpenAPI enums and examples; edit freely.",
+            "slots": dict(sorted(slots.items()))}
+
+
+def _example_answer_values(tools: list[Tool]) -> dict[str, list[Any]]:
+    """Scalar values by field name across every tool's example answers (`returns.examples`)."""
+    found: dict[str, list[Any]] = {}
+
+    def walk(value: Any, key: str | None) -> None:
+        if isinstance(value, dict):
+            for sub_key, sub in value.items():
+                walk(sub, sub_key)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item, key)
+        elif key is not None and isinstance(value, (str, int)) and not isinstance(value, bool):
+            bucket = found.setdefault(key, [])
+            if value not in bucket:
+                bucket.append(value)
+
+    for tool in tools:
+        for example in (tool.returns or {}).get("examples", []) if isinstance(tool.returns, dict) else []:
+            walk(example, None)
+    return found
+
+
+def pipeline_entry(name: str, dataset_dir: str, imported: OpenAPIImport, base_url: str | None,
+                   auth_env: str | None, domains: list[str]) -> str:
+    """The YAML text of the new pipeline (indented for the `pipelines:` mapping)."""
+    lines = [
+        "",
+        f"  {name}:",
+        "    description: >-",
+        f"      Imported by `build-dataset new` from {len(imported.files)} OpenAPI description(s), one tool per",
+        "      operation; calls are replayed from the recorded store (`--record` refreshes it from the server).",
+        f"    dataset_dir: {dataset_dir}",
+        "    seed: 0",
+        f"    domains: [{', '.join(json.dumps(domain) for domain in domains)}]",
+        f"    tools: {dataset_dir}/tools.json",
+        "    environment:",
+        "      kind: http                 # replayed offline from `responses`; --record calls the server",
+        f"      responses: {dataset_dir}/recorded.json",
+    ]
+    if base_url:
+        lines.append(f"      base_url: {json.dumps(base_url)}   # replaces the descriptions' server URLs")
+    if auth_env:
+        lines.append(f"      auth_env: {auth_env}   # the token is read from this variable, sent as a header, never written")
+    lines += [
+        "    stages:",
+        "      stage1:",
+        "        offline: true            # graph sampler over the recorded responses",
+        "        queries: 20",
+        "      stage3:",
+        "        variants: 3",
+        "        fill: slots",
+        f"        value_pools: {dataset_dir}/value_pools.json",
+        "      filter:",
+        "        grounding: reject",
+        "      export:",
+        "        split: ratio",
+        "        ratios: {test: 1.0}",
+        "        formats: [parquet, fcbench]",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def scaffold_dataset(name: str, openapi: list[Path], pipelines_file: Path, *, base_url: str | None = None,
+                     auth_env: str | None = None, force: bool = False) -> ScaffoldResult:
+    if not re.match(PIPELINE_NAME_PATTERN, name):
+        raise UserError(f"{name!r}: a pipeline name is lower-case letters, digits, '-' and '_'")
+    if auth_env and not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", auth_env):
+        raise UserError(f"--auth-env takes the NAME of an environment variable, not a value: {auth_env!r}")
+    for path in openapi:
+        if not path.exists():
+            raise UserError(f"{path}: no such file or folder")
+    config = load_pipelines(pipelines_file)
+    if name in config.pipelines:
+        raise UserError(f"{pipelines_file}: a pipeline named {name!r} is already declared")
+    root = pipelines_file.resolve().parent
+    dataset_dir = f"datasets/{name}"
+    target = root / dataset_dir
+    if target.exists() and any(target.iterdir()) and not force:
+        raise UserError(f"{target}: already exists (use --force to write over it)")
+    imported = import_openapi(openapi)
+    if not imported.tools:
+        problems = "; ".join(note.describe() for note in imported.errors[:3])
+        raise UserError(f"no operation imported from {', '.join(map(str, openapi))}" + (f": {problems}" if problems else ""))
+    records = [catalog_record(tool) for tool in imported.tools]
+    pools = value_pools(imported.tools)
+    findings = lint_tools(imported.tools)
+    domains = list(dict.fromkeys(record["domain"] for record in records))
+    entry = pipeline_entry(name, dataset_dir, imported, base_url, auth_env, domains)
+    new_text = _appended(pipelines_file, name, entry)  # checked before anything is written
+    target.mkdir(parents=True, exist_ok=True)
+    write_json(target / "tools.json", records, indent=2)
+    write_json(target / "value_pools.json", pools, indent=2)
+    write_json(target / "import_report.json", {
+        "files": imported.files,
+        "tools": len(records),
+        "notes": [note.as_dict() for note in imported.notes],
+        "lint": {"counts": count_by_code(findings), "findings": [finding.as_dict() for finding in findings]},
+    }, indent=2)
+    write_text(pipelines_file, new_text)
+    return ScaffoldResult(name, dataset_dir, len(records), len(imported.files), len(pools["slots"]),
+                          [note.as_dict() for note in imported.notes], count_by_code(findings),
+                          [finding.as_dict() for finding in findings], str(pipelines_file))
+
+
+def _appended(pipelines_file: Path, name: str, entry: str) -> str:
+    """Append the entry as text (comments and order untouched); the `pipelines:` mapping must be
+    the file's last top-level key for that, which is checked, and the result is validated before
+    it replaces the file."""
+    text = pipelines_file.read_text(encoding="utf-8")
+    top_level = [line.split(":", 1)[0] for line in text.splitlines() if re.match(r"^[A-Za-z_][\w-]*\s*:", line)]
+    if not top_level or top_level[-1] != "pipelines":
+        raise UserError(f"{pipelines_file}: `pipelines:` must be the last top-level key to append {name!r}")
+    new_text = text.rstrip("\n") + "\n" + entry
+    candidate = pipelines_file.with_name(pipelines_file.name + ".new.tmp")
+    candidate.write_text(new_text, encoding="utf-8")
+    try:
+        load_pipelines(candidate).get_pipeline(name)
+    finally:
+        candidate.unlink(missing_ok=True)
+    return new_text
