@@ -1,6 +1,6 @@
 """The http environment against Prism vs the same calls sent with a bare httpx client, in one run.
 
-Prism (`prism mock`, scripts/install_prism.sh) serves three Amadeus descriptions, one process each
+Prism (`prism mock`, fcbench/environments/install_prism.sh) serves three Amadeus descriptions, one process each
 on free 127.0.0.1 ports. The same list of distinct GET calls is sent (a) through HttpEnvironment
 in record mode (request building from the description's locations, per-host limit, retries armed,
 size cap, JSON decoding, the recording journal) and (b) as the same prepared requests with a

@@ -1,4 +1,4 @@
-"""Start and stop Prism (`prism mock`), the OpenAPI mock server installed by scripts/install_prism.sh.
+"""Start and stop Prism (`prism mock`), the OpenAPI mock server installed by fcbench/environments/install_prism.sh.
 
 Prism serves one description per process, at the description's paths without its server's base
 path, so each description gets its own process on its own free port on 127.0.0.1; the http
@@ -27,7 +27,7 @@ class PrismError(RuntimeError):
 
 def prism_binary() -> Path:
     if not PRISM_BIN.exists():
-        raise PrismError(f"{PRISM_BIN}: Prism is not installed (run scripts/install_prism.sh)")
+        raise PrismError(f"{PRISM_BIN}: Prism is not installed (run fcbench/environments/install_prism.sh)")
     return PRISM_BIN
 
 

@@ -5,7 +5,6 @@ missing; the auth token reaches no file."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -14,14 +13,13 @@ from fcbench.catalog.openapi import import_openapi
 from fcbench.environments import ErrorReason, PlannedCall
 from fcbench.environments.http_env import HttpEnvironment
 from fcbench.environments.recorded import RecordedEnvironment, journal_path, load_store_and_journal
-from fcbench.prism import PRISM_BIN, start_prism
+from fcbench.prism import start_prism
 
 AMADEUS = EXTERNAL / "amadeus"
 FILES = [AMADEUS / "HotelList_v1_swagger_specification.json", AMADEUS / "ToursandActivities_v1_swagger_specification.json",
          AMADEUS / "TransferSearch_v1_swagger_specification.json"]
 TOKEN = "tok-h12-secret-0b7c1e"
 
-pytestmark = pytest.mark.skipif(not PRISM_BIN.exists(), reason="Prism not installed: run scripts/install_prism.sh")
 
 
 @pytest.fixture(scope="module")

@@ -5,9 +5,7 @@ environment (recording), and ids the model copies out of nested answers become r
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-import pytest
 
 from conftest import EXTERNAL
 from fcbench.catalog.openapi import import_openapi
@@ -15,7 +13,7 @@ from fcbench.config import load_pipelines
 from fcbench.environments.http_env import HttpEnvironment
 from fcbench.environments.recorded import RecordedEnvironment, load_store_and_journal
 from fcbench.llm.mock_server import MockLLMServer
-from fcbench.prism import PRISM_BIN, start_prism
+from fcbench.prism import start_prism
 from fcbench.scaffold import catalog_record
 from generate.stage1 import run_stage1
 
@@ -23,7 +21,6 @@ FILES = [EXTERNAL / "amadeus" / "HotelList_v1_swagger_specification.json",
          EXTERNAL / "amadeus" / "HotelRatings_v2_swagger_specification.json"]
 QUERY = "Find hotels in PAR and tell me how guests rate the first one."
 
-pytestmark = pytest.mark.skipif(not PRISM_BIN.exists(), reason="Prism not installed: run scripts/install_prism.sh")
 
 
 def scripted(body, call_index):

@@ -2,7 +2,7 @@
 # Installs the Prism OpenAPI mock server (@stoplight/prism-cli, from npm) into .prism/ (git-ignored).
 # The http environment's tests and bench/http_env.py serve the Amadeus descriptions with it.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 if [ -x .prism/node_modules/.bin/prism ]; then
     exit 0
 fi
