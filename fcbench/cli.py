@@ -308,10 +308,10 @@ Inputs per metric:
   Questions/<domain>.json; several lines with one id are repeated runs (stability scores).
 
   complexeval: saved trajectories {"id", "turns": [[{"name", "arguments"}, ...], ..., "final text"]}
-  against --gold samples (any format, --gold-format); summary in ComplexFuncBench's Table 2 shape.
+  against --gold samples (any format, --from); summary in ComplexFuncBench's Table 2 shape.
 
   confetti: prediction lines {"id", "result": [{"func": {"arg": value}}]} and/or {"id",
-  "dialog_acts": [...]} against --gold (e.g. the CONFETTI ground truth with --gold-format confetti)."""
+  "dialog_acts": [...]} against --gold (e.g. the CONFETTI ground truth with --from confetti)."""
 
 
 @app.command(epilog=SCORE_EPILOG)
@@ -322,7 +322,7 @@ def score(
     questions: list[Path] = typer.Option([], "--questions", help="BFCL question file / CallNavi Questions file (repeatable)."),
     answers: list[Path] = typer.Option([], "--answers", help="BFCL possible-answer file (repeatable)."),
     gold: Optional[Path] = typer.Option(None, "--gold", help="Gold file (nestful, complexeval, confetti)."),
-    gold_format: str = typer.Option("fcbench", "--gold-format", help="Format of --gold for complexeval/confetti."),
+    gold_format: str = typer.Option("fcbench", "--from", help="Format of --gold for complexeval/confetti."),
     tools_module: Optional[Path] = typer.Option(None, "--tools-module", help="NESTful: Python tools to execute for win rate."),
     compat: bool = typer.Option(False, "--compat", help="Reproduce the published reference scorer exactly."),
     as_json: bool = typer.Option(False, "--json", help="Print {metric, summary, items} as one JSON object."),
@@ -332,22 +332,8 @@ def score(
     The JSON output is {metric, summary, items}; item i is the verdict for prediction line i."""
     from fcbench import scoring
 
-    if metric == "bfcl":
-        if not questions:
-            raise UserError("--metric bfcl needs --questions (and --answers for categories with gold)")
-        result = scoring.score_bfcl_files(questions, answers, predictions, compat)
-    elif metric == "nestful":
-        result = scoring.score_nestful_files(predictions, gold, tools_module, compat)
-    elif metric == "callnavi":
-        if not questions:
-            raise UserError("--metric callnavi needs --questions Questions/<domain>.json")
-        result = scoring.score_callnavi_files(questions, predictions, compat)
-    elif metric == "complexeval":
-        result = scoring.score_complexeval_files(predictions, gold, gold_format)
-    elif metric == "confetti":
-        result = scoring.score_confetti_files(predictions, gold, gold_format)
-    else:
-        raise UserError(f"unknown metric {metric!r}; choose bfcl, nestful, callnavi, complexeval or confetti")
+    request = scoring.ScoreRequest(predictions, tuple(questions), tuple(answers), gold, gold_format, tools_module, compat)
+    result = scoring.score_files(metric, request)
     if as_json:
         print_json(result.as_dict())
         return
@@ -461,11 +447,11 @@ def filter_command(
 
 
 @app.command(epilog="Example:  build-dataset execute ../shared/external/nestful/toy_data.jsonl --from nestful "
-                    "--tools datasets/nestful-math/tools.py --round-to-gold --json")
+                    "--tools-module datasets/nestful-math/tools.py --round-to-gold --json")
 @user_errors
 def execute(
     file: Path = typer.Argument(..., help="Samples in any format the convert command reads."),
-    tools: Path = typer.Option(..., "--tools", help="Python module implementing the tools."),
+    tools: Path = typer.Option(..., "--tools-module", help="Python module implementing the tools."),
     from_format: str = typer.Option("fcbench", "--from", help="Format of FILE."),
     answers: Optional[Path] = typer.Option(None, "--answers", help="BFCL possible-answer file."),
     spec: Optional[Path] = typer.Option(None, "--spec", help="NESTful v1 spec or CallNavi APISchema file."),
@@ -894,13 +880,13 @@ def stage1_command(
 
 
 @stage3_app.command("run", epilog="Examples:\n\n  build-dataset stage3 run travel\n\n"
-                    "  build-dataset stage3 run travel --from datasets/travel/build/drafts.jsonl --offline")
+                    "  build-dataset stage3 run travel --input datasets/travel/build/templates.jsonl --offline")
 @user_errors
 def stage3_run(
     pipeline: str = typer.Argument(..., help="A pipeline declared in pipelines.yaml."),
     file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
     offline: bool = typer.Option(False, "--offline", help="Never call the LLM (slot substitution from the value pools)."),
-    from_file: Optional[Path] = typer.Option(None, "--from", help="Templates to generalize instead of build/templates.jsonl."),
+    from_file: Optional[Path] = typer.Option(None, "--input", help="Templates to generalize instead of build/templates.jsonl."),
     record: bool = typer.Option(False, "--record", help=RECORD_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:

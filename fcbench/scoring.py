@@ -152,7 +152,7 @@ def _gold_samples(gold: Path | None, gold_format: str, metric: str) -> list[Any]
     from fcbench.formats import Rejected, read_samples
 
     if gold is None:
-        raise UserError(f"--metric {metric} needs --gold FILE (with --gold-format if not fcbench)")
+        raise UserError(f"--metric {metric} needs --gold FILE (with --from if not fcbench)")
     samples, rejected = [], []
     for item in read_samples(gold, gold_format):
         (rejected if isinstance(item, Rejected) else samples).append(item)
@@ -184,3 +184,51 @@ def score_confetti_files(predictions: Path, gold: Path | None, gold_format: str)
 
     report = score_confetti(_gold_samples(gold, gold_format, "confetti"), _readable_lines(predictions))
     return ScoreResult("confetti", report.summary, report.items)
+
+
+# ------------------------------------------------------------------------------------ registry
+@dataclass(frozen=True)
+class ScoreRequest:
+    """Every file a `score` run may be given; each metric reads the ones it needs."""
+
+    predictions: Path
+    questions: tuple[Path, ...] = ()
+    answers: tuple[Path, ...] = ()
+    gold: Path | None = None
+    gold_format: str = "fcbench"
+    tools_module: Path | None = None
+    compat: bool = False
+
+
+def _bfcl(request: ScoreRequest) -> ScoreResult:
+    if not request.questions:
+        raise UserError("--metric bfcl needs --questions (and --answers for categories with gold)")
+    return score_bfcl_files(list(request.questions), list(request.answers), request.predictions, request.compat)
+
+
+def _callnavi(request: ScoreRequest) -> ScoreResult:
+    if not request.questions:
+        raise UserError("--metric callnavi needs --questions Questions/<domain>.json")
+    return score_callnavi_files(list(request.questions), request.predictions, request.compat)
+
+
+# name -> scorer over files; `score --metric` looks metrics up here and nowhere else.
+METRICS: dict[str, Any] = {
+    "bfcl": _bfcl,
+    "nestful": lambda r: score_nestful_files(r.predictions, r.gold, r.tools_module, r.compat),
+    "callnavi": _callnavi,
+    "complexeval": lambda r: score_complexeval_files(r.predictions, r.gold, r.gold_format),
+    "confetti": lambda r: score_confetti_files(r.predictions, r.gold, r.gold_format),
+}
+
+
+def score_files(metric: str, request: ScoreRequest) -> ScoreResult:
+    """Grade a predictions file with the metric registered under `metric`. A file with no
+    prediction at all is an error, not a score of 0.0."""
+    if metric not in METRICS:
+        raise UserError(f"unknown metric {metric!r}, available: {', '.join(METRICS)}")
+    if not request.predictions.is_file():
+        raise UserError(f"{request.predictions}: no such file")
+    if not any(line.strip() for line in request.predictions.open("rb")):
+        raise UserError(f"{request.predictions}: no predictions in the file (nothing to score)")
+    return METRICS[metric](request)

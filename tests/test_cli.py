@@ -92,7 +92,7 @@ def test_convert_with_an_unknown_format_is_one_line(mixed_file, tmp_path):
     result = _run("convert", mixed_file, "--from", "yaml", "--to", "fcbench", "-o", tmp_path / "out.jsonl")
     assert result.exit_code == 1
     assert result.stderr.strip().splitlines() == [
-        "error: unknown format 'yaml'; choose one of: fcbench, complexfuncbench, nestful, callnavi, bfcl, confetti"]
+        "error: unknown format 'yaml', available: fcbench, complexfuncbench, nestful, callnavi, bfcl, confetti"]
     assert not (tmp_path / "out.jsonl").exists()
 
 

@@ -14,7 +14,7 @@ MATH_TOOLS = REPO / "datasets" / "nestful-math" / "tools.py"
 
 def test_nestful_predictions_file_math_samples_reproduce_and_code_samples_fail_clearly():
     source = EXTERNAL / "nestful" / "predictions" / "nestful_0-qwen3-8b-8bit.jsonl"
-    result = CliRunner().invoke(app, ["execute", str(source), "--from", "nestful", "--tools", str(MATH_TOOLS),
+    result = CliRunner().invoke(app, ["execute", str(source), "--from", "nestful", "--tools-module", str(MATH_TOOLS),
                                       "--round-to-gold", "--json"])
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
@@ -31,6 +31,6 @@ def test_nestful_predictions_file_math_samples_reproduce_and_code_samples_fail_c
 
 def test_missing_tools_module_is_one_line_and_exit_1(tmp_path):
     source = EXTERNAL / "nestful" / "toy_data.jsonl"
-    result = CliRunner().invoke(app, ["execute", str(source), "--from", "nestful", "--tools", str(tmp_path / "no.py")])
+    result = CliRunner().invoke(app, ["execute", str(source), "--from", "nestful", "--tools-module", str(tmp_path / "no.py")])
     assert result.exit_code == 1
     assert "no such tools module" in result.output and "Traceback" not in result.output

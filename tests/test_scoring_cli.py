@@ -91,7 +91,7 @@ def test_confetti_gold_against_itself_and_a_perturbed_string(tmp_path):
         {"id": "conversationsclean_4", "result": [{"BookFlight_search_flights": {  # one wrong string parameter
             "departure_airport": "SAN", "arrival_airport": "DFW", "departure_date": "2024-04-24"}}]},
     ])
-    out = _score("--metric", "confetti", "--gold", str(gold), "--gold-format", "confetti",
+    out = _score("--metric", "confetti", "--gold", str(gold), "--from", "confetti",
                  "--predictions", str(predictions))
     assert out["metric"] == "confetti" and len(out["items"]) == 3
     scores = [item["ast_soft"] for item in out["items"]]
@@ -114,9 +114,19 @@ def test_complexeval_scores_saved_trajectories_against_the_bundled_example(tmp_p
         {"id": "Car-Rental-3", "turns": perfect},
         {"id": "Car-Rental-3", "turns": silent},
     ])
-    out = _score("--metric", "complexeval", "--gold", str(example), "--gold-format", "complexfuncbench",
+    out = _score("--metric", "complexeval", "--gold", str(example), "--from", "complexfuncbench",
                  "--predictions", str(predictions))
     assert out["summary"]["n"] == 2
     assert out["summary"]["success_rate"] == 0.5
     assert out["summary"]["errors"]["stop_early"] == 1
     assert [item["success"] for item in out["items"]] == [True, False]
+
+
+def test_an_unknown_metric_lists_the_available_ones_and_an_empty_file_is_an_error(tmp_path: Path) -> None:
+    predictions = tmp_path / "preds.jsonl"
+    predictions.write_text("")
+    unknown = runner.invoke(app, ["score", "--metric", "bleu", "--predictions", str(predictions)])
+    assert unknown.exit_code == 1
+    assert "unknown metric 'bleu', available: bfcl, nestful, callnavi, complexeval, confetti" in unknown.stderr
+    empty = runner.invoke(app, ["score", "--metric", "nestful", "--predictions", str(predictions)])
+    assert empty.exit_code == 1 and "no predictions in the file" in empty.stderr

@@ -29,28 +29,37 @@ def open_environment(pipeline: PipelineConfig, samples: Sequence[Sample]) -> Env
     settings = pipeline.environment
     if settings is None:
         raise UserError(f"pipeline {pipeline.name!r} declares no environment: add `environment:` to pipelines.yaml")
-    tools = pipeline_tools(pipeline, samples)
-    if settings.kind == "python":
-        from fcbench.environments.python_env import EnvironmentStartError, PythonEnvironment
+    if settings.kind not in ENVIRONMENTS:
+        raise UserError(f"pipeline {pipeline.name!r}: unknown environment kind {settings.kind!r}, "
+                        f"available: {', '.join(ENVIRONMENTS)}")
+    return ENVIRONMENTS[settings.kind](pipeline, pipeline_tools(pipeline, samples))
 
-        if not settings.module:
-            raise UserError(f"pipeline {pipeline.name!r}: a python environment needs `module:`")
-        try:
-            if settings.backend == "ray":
-                return _ray_environment(pipeline, tools)
-            return PythonEnvironment(pipeline.resolve(settings.module), tools, workers=settings.workers,
-                                     timeout=settings.timeout_s, memory_limit_mb=settings.memory_mb,
-                                     seed=pipeline.seed)
-        except EnvironmentStartError as exc:
-            raise UserError(f"pipeline {pipeline.name!r}: {exc}") from None
-    if settings.kind == "recorded":
-        from fcbench.environments.recorded import RecordedEnvironment, RecordedStore
 
-        try:  # the config guarantees `responses` for this kind
-            return RecordedEnvironment(RecordedStore.load(pipeline.resolve(settings.responses or ""), tools))
-        except (OSError, ValueError) as exc:
-            raise UserError(f"pipeline {pipeline.name!r}: {exc}") from None
-    return _http_environment(pipeline, tools)
+def _python_environment(pipeline: PipelineConfig, tools: list[Tool]) -> Environment:
+    """Tool implementations run in worker subprocesses (locally, or as Ray tasks with `backend: ray`)."""
+    from fcbench.environments.python_env import EnvironmentStartError, PythonEnvironment
+
+    settings = pipeline.environment
+    if not settings.module:
+        raise UserError(f"pipeline {pipeline.name!r}: a python environment needs `module:`")
+    try:
+        if settings.backend == "ray":
+            return _ray_environment(pipeline, tools)
+        return PythonEnvironment(pipeline.resolve(settings.module), tools, workers=settings.workers,
+                                 timeout=settings.timeout_s, memory_limit_mb=settings.memory_mb,
+                                 seed=pipeline.seed)
+    except EnvironmentStartError as exc:
+        raise UserError(f"pipeline {pipeline.name!r}: {exc}") from None
+
+
+def _recorded_environment(pipeline: PipelineConfig, tools: list[Tool]) -> Environment:
+    """Answers from recorded responses only (no tool code, no network)."""
+    from fcbench.environments.recorded import RecordedEnvironment, RecordedStore
+
+    try:  # the config guarantees `responses` for this kind
+        return RecordedEnvironment(RecordedStore.load(pipeline.resolve(pipeline.environment.responses or ""), tools))
+    except (OSError, ValueError) as exc:
+        raise UserError(f"pipeline {pipeline.name!r}: {exc}") from None
 
 
 def _http_environment(pipeline: PipelineConfig, tools: list[Tool]) -> Environment:
@@ -93,3 +102,11 @@ def _ray_environment(pipeline: PipelineConfig, tools: Sequence[Tool]) -> Environ
                           num_cpus=ray.num_cpus or (settings.workers if ray.address is None else None), paths_per_task=ray.paths_per_task,
                           max_retries=ray.max_retries, object_store_mb=ray.object_store_mb,
                           timeout=settings.timeout_s, memory_limit_mb=settings.memory_mb, seed=pipeline.seed)
+
+
+# kind (pipelines.yaml `environment.kind`) -> opener; the one place that knows the kinds.
+ENVIRONMENTS = {
+    "python": _python_environment,
+    "recorded": _recorded_environment,
+    "http": _http_environment,
+}

@@ -83,7 +83,7 @@ def sniff_format(record: object) -> str | None:
 
 def adapter(name: str) -> ModuleType:
     if name not in FORMATS:
-        raise FormatError(f"unknown format {name!r}; choose one of: {', '.join(FORMATS)}")
+        raise FormatError(f"unknown format {name!r}, available: {', '.join(FORMATS)}")
     return importlib.import_module(FORMATS[name])
 
 

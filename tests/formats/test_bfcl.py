@@ -13,7 +13,7 @@ from fcbench.catalog.bfcl import schema_from_bfcl, tools_from_bfcl, tools_to_bfc
 from fcbench.formats import FormatError, FormatOptions, Rejected, read_samples, write_samples
 from fcbench.sample import AcceptableValues, Call, Sample, Tool, sample_to_dict
 from fcbench.validate import validate_record
-from tests.conftest import EXTERNAL, read_all, through_canonical
+from conftest import EXTERNAL, read_all, through_canonical
 
 BFCL = EXTERNAL / "bfcl"
 ITEMS_PER_CATEGORY = {

@@ -14,7 +14,7 @@ from fcbench.formats.call_syntax import (
     parse_call,
     separator_reproducing,
 )
-from tests.conftest import EXTERNAL
+from conftest import EXTERNAL
 
 
 def _json_lines(path):

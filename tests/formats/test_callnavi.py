@@ -19,7 +19,7 @@ from fcbench.catalog.callnavi import (
 from fcbench.formats import FormatError, FormatOptions, Rejected, read_samples, write_samples
 from fcbench.sample import AcceptableValues, Call, Sample, Tool, sample_to_dict
 from fcbench.validate import validate_record
-from tests.conftest import EXTERNAL, read_all, through_canonical
+from conftest import EXTERNAL, read_all, through_canonical
 
 CALLNAVI = EXTERNAL / "callnavi"
 DOMAINS = sorted(path.stem for path in (CALLNAVI / "Questions").glob("*.json"))

@@ -11,7 +11,7 @@ import pytest
 from fcbench.formats import FormatError, FormatOptions, Rejected, read_samples, write_samples
 from fcbench.sample import AcceptableValues, Call, Sample, sample_to_dict
 from fcbench.validate import validate_record
-from tests.conftest import EXTERNAL, read_all, through_canonical
+from conftest import EXTERNAL, read_all, through_canonical
 
 CONFETTI = EXTERNAL / "confetti"
 FUNCTION_CALLING = CONFETTI / "possible_answer_BFCL_v2_conversationsclean.json"
