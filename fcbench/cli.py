@@ -389,10 +389,17 @@ def mock_llm(
 
 
 # ----------------------------------------------------------------------------------- filter, execute
-def _load_pipeline(name: str, file: Path, record: bool = False):
+BATCH_HELP = "Send this stage's LLM requests through the OpenAI Batch API (llm.mode: batch): half the price, answers within 24 h."
+
+
+def _load_pipeline(name: str, file: Path, record: bool = False, batch: bool = False):
     from fcbench.config import load_pipelines
 
     pipeline = load_pipelines(file).get_pipeline(name)
+    if batch:
+        if pipeline.llm is None:
+            raise UserError(f"pipeline {name!r}: --batch needs an `llm:` block in {file}")
+        pipeline.llm.mode = "batch"
     if record:
         from fcbench.environments.from_config import with_recording
 
@@ -413,6 +420,7 @@ def filter_command(
                                               "stage input the pipeline names."),
     offline: bool = typer.Option(False, "--offline", help="Skip the LLM's semantic check even if `llm:` is set."),
     record: bool = typer.Option(False, "--record", help=RECORD_HELP),
+    batch: bool = typer.Option(False, "--batch", help=BATCH_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Keep the candidates whose gold path is well formed, grounded, executes and reproduces.
@@ -425,7 +433,7 @@ def filter_command(
     build/filter.summary.json; a killed run resumes where it stopped."""
     from fcbench.pipeline import run_filter_stage
 
-    summary = run_filter_stage(_load_pipeline(pipeline, file, record), input_file, offline=offline)
+    summary = run_filter_stage(_load_pipeline(pipeline, file, record, batch), input_file, offline=offline)
     if as_json:
         print_json(summary.as_dict())
         return
@@ -790,6 +798,7 @@ def evaluate(
     extra_turns: int = typer.Option(3, "--extra-turns", min=1, help="Model turns allowed per sample beyond its "
                                     "gold steps (final answer and corrections) before it is cut off."),
     file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
+    batch: bool = typer.Option(False, "--batch", help=BATCH_HELP),
     as_json: bool = typer.Option(False, "--json", help='Print {"model", "scores", "trajectories"} as JSON.'),
 ) -> None:
     """Run a model on an exported benchmark with ComplexFuncBench's ComplexEval protocol, then score it.
@@ -809,7 +818,7 @@ def evaluate(
     with Progress(console=Console(stderr=True), transient=True, disable=as_json) as progress:
         task = progress.add_task(f"evaluate {model}", total=None)
         result = evaluate_pipeline(config, model, base_url=base_url, split=split, input_file=input_file,
-                                   limit=limit, extra_turns=extra_turns,
+                                   limit=limit, extra_turns=extra_turns, batch=batch,
                                    progress=lambda done, total: progress.update(task, completed=done, total=total))
     if as_json:
         print_json(result.as_dict())
@@ -865,6 +874,7 @@ def stage1_command(
     file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
     offline: bool = typer.Option(False, "--offline", help="Use the graph sampler even when an LLM is configured."),
     record: bool = typer.Option(False, "--record", help=RECORD_HELP),
+    batch: bool = typer.Option(False, "--batch", help=BATCH_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Coarse generation: sample tool subsets, write queries and draft their call paths.
@@ -875,7 +885,7 @@ def stage1_command(
     Writes build/drafts.jsonl, build/drafts.rejects.jsonl and build/stage1.summary.json."""
     from generate.stage1 import run_stage1
 
-    result = run_stage1(_load_pipeline(pipeline, file, record), offline=offline)
+    result = run_stage1(_load_pipeline(pipeline, file, record, batch), offline=offline)
     _print_generation_summary(f"stage1 {pipeline}", result.summary, as_json)
 
 
@@ -888,6 +898,7 @@ def stage3_run(
     offline: bool = typer.Option(False, "--offline", help="Never call the LLM (slot substitution from the value pools)."),
     from_file: Optional[Path] = typer.Option(None, "--input", help="Templates to generalize instead of build/templates.jsonl."),
     record: bool = typer.Option(False, "--record", help=RECORD_HELP),
+    batch: bool = typer.Option(False, "--batch", help=BATCH_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Generalization: N query variants per gold template along the template's call path.
@@ -898,7 +909,7 @@ def stage3_run(
     failures go to build/candidates.rejects.jsonl. Writes build/candidates.jsonl and build/stage3.summary.json."""
     from generate.stage3 import run_stage3
 
-    result = run_stage3(_load_pipeline(pipeline, file, record), offline=offline, from_file=from_file)
+    result = run_stage3(_load_pipeline(pipeline, file, record, batch), offline=offline, from_file=from_file)
     _print_generation_summary(f"stage3 run {pipeline}", result.summary, as_json)
 
 

@@ -348,12 +348,15 @@ async def _drive(config: LLMConfig, cache: RequestCache, samples: Sequence[Sampl
         return unanswered, llm.summary()
 
 
-def evaluation_llm_config(pipeline: PipelineConfig, model: str, base_url: str | None) -> LLMConfig:
+def evaluation_llm_config(pipeline: PipelineConfig, model: str, base_url: str | None,
+                          batch: bool = False) -> LLMConfig:
     """The pipeline's llm block (sampling, concurrency, key variable, prices) with the model and
-    endpoint given on the command line."""
+    endpoint given on the command line (and the Batch API with `batch`)."""
     if pipeline.llm is None:
-        return LLMConfig(model=model, base_url=base_url)
+        return LLMConfig(model=model, base_url=base_url, mode="batch" if batch else "online")
     update: dict[str, Any] = {"model": model}
+    if batch:
+        update["mode"] = "batch"
     if base_url is not None:
         update["base_url"] = base_url
     return pipeline.llm.model_copy(update=update)
@@ -415,7 +418,7 @@ def _score_and_write(config: LLMConfig, benchmark: Benchmark, paths: EvalPaths, 
 def evaluate_pipeline(pipeline: PipelineConfig, model: str, *, base_url: str | None = None,
                       split: str = DEFAULT_SPLIT, input_file: Path | None = None, limit: int | None = None,
                       extra_turns: int = DEFAULT_EXTRA_TURNS, environ: Mapping[str, str] | None = None,
-                      progress: ProgressCallback | None = None) -> EvaluationResult:
-    config = evaluation_llm_config(pipeline, model, base_url)
+                      progress: ProgressCallback | None = None, batch: bool = False) -> EvaluationResult:
+    config = evaluation_llm_config(pipeline, model, base_url, batch)
     return evaluate(config, pipeline.build_dir, split=split, input_file=input_file, limit=limit,
                     extra_turns=extra_turns, environ=environ, progress=progress)

@@ -423,3 +423,18 @@ def test_without_json_a_table_per_domain_is_printed(tmp_path, samples, canonical
     assert rows["Hotels"][:3] == ["1", "1.000", "1.000"]
     assert rows["overall"][:3] == ["3", "0.333", "0.500"]
     assert "scores:" in result.stdout and str(tmp_path / "data" / "build" / "eval" / SLUG / "scores.json") in result.stdout
+
+
+def test_evaluate_with_batch_sends_every_model_turn_through_the_batch_api(tmp_path, samples, canonical_input):
+    """`--batch`: the same trajectories and scores, every turn answered through /v1/batches."""
+    model = ScriptedModel(samples, perfect)
+    pipelines = write_pipelines(tmp_path)
+    with MockLLMServer(responder=model) as server:
+        result = evaluate_cli(pipelines, server.base_url, "--input", str(canonical_input), "--batch")
+        served = server.stats.as_dict() | server.batches.stats()
+    assert result.exit_code == 0, result.output
+    scores = json.loads(result.stdout)["scores"]
+    assert scores["n"] == 3 and scores["success_rate"] == 1.0 and scores["call_accuracy"] == 1.0
+    assert served["chat_requests"] == 0 and served["batch_lines"] == 5 + 3 + 2
+    assert served["batch_lines_repeated"] == 0
+    assert model.counts() == {"Cross-12": 5, "Hotels-7": 3, "Car-Rental-3": 2}
