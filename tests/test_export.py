@@ -22,7 +22,7 @@ from fcbench.dataset_card import features_yaml, read_front_matter
 from fcbench.errors import UserError
 from fcbench.export import (PARQUET_SCHEMA, ExportPaths, ExportSettings, export_samples, row_to_sample,
                             sample_to_row)
-from fcbench.formats import read_samples, write_samples
+from fcbench.formats import FormatOptions, read_samples, write_samples
 from fcbench.jsonl import dumps_line
 from fcbench.sample import Provenance, Sample, sample_to_dict
 from fcbench.validate import validate_record
@@ -350,7 +350,9 @@ def test_copies_in_other_formats_are_written_with_counted_warnings(tmp_path, see
     for record in nestful_copy + originals:
         record["provenance"].pop("source_file")  # the reader records the file it read
     assert nestful_copy == originals
-    assert len(list(read_samples(export / "bfcl" / "test.json", "bfcl"))) == 84
+    bfcl_copy = list(read_samples(export / "bfcl" / "test.json", "bfcl",
+                                  FormatOptions(answers=export / "bfcl" / "possible_answer" / "test.json")))
+    assert len(bfcl_copy) == 84 and all(isinstance(s, Sample) and s.calls for s in bfcl_copy)
     assert "CallNavi cannot store a final answer: 84 answers dropped" in (export / "README.md").read_text()
 
 
