@@ -110,7 +110,7 @@ def run_export(source: Path, out: Path) -> dict[str, Any]:
 def run_baseline(source: Path, out: Path) -> dict[str, Any]:
     import pandas as pd
 
-    from fcbench.export import sample_to_row
+    from fcbench.rows import sample_to_row
     from fcbench.jsonl import iter_json_lines
     from fcbench.sample import sample_from_dict
 

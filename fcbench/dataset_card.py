@@ -175,13 +175,13 @@ def _structure_section(info: CardInfo) -> list[str]:
     lines = ["## Dataset structure", "",
              "One row per benchmark item. Nested values whose shape varies from item to item (messages, "
              "tool specs, call arguments and responses) are JSON strings, so every split and shard has the "
-             "same Parquet schema; `fcbench.export.row_to_sample(row)` decodes a row back into the "
+             "same Parquet schema; `fcbench.rows.row_to_sample(row)` decodes a row back into the "
              "canonical fcbench sample.", ""]
     rows = [[f"`{column.name}`", feature_of(column.type).get("dtype") or f"list<{feature_of(column.type)['list']}>",
              info.column_docs.get(column.name, "")] for column in info.schema]
     lines += _table(["column", "type", "content"], rows)
     split = info.splits[0].name if info.splits else "test"
-    lines += ["```python", "from datasets import load_dataset", "from fcbench.export import row_to_sample", "",
+    lines += ["```python", "from datasets import load_dataset", "from fcbench.rows import row_to_sample", "",
               f'rows = load_dataset("parquet", data_files={{"{split}": "{split_glob(split)}"}})["{split}"]',
               "sample = row_to_sample(rows[0])  # a validated fcbench Sample", "```", ""]
     return lines

@@ -20,8 +20,8 @@ from fcbench.cli import app
 from fcbench.config import ExportConfig
 from fcbench.dataset_card import features_yaml, read_front_matter
 from fcbench.errors import UserError
-from fcbench.export import (PARQUET_SCHEMA, ExportPaths, ExportSettings, export_samples, row_to_sample,
-                            sample_to_row)
+from fcbench.export import ExportPaths, ExportSettings, export_samples
+from fcbench.rows import PARQUET_SCHEMA, row_to_sample, sample_to_row
 from fcbench.formats import FormatOptions, read_samples, write_samples
 from fcbench.jsonl import dumps_line
 from fcbench.sample import Provenance, Sample, sample_to_dict

@@ -179,7 +179,7 @@ def _exported_splits(build_dir: Path) -> list[str]:
 def _parquet_items(shards: Sequence[Path]) -> Iterator[Sample | InputReject]:
     import pyarrow.parquet as pq
 
-    from fcbench.export import row_to_sample
+    from fcbench.rows import row_to_sample
 
     for shard in shards:
         row_no = 0
