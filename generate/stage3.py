@@ -35,7 +35,7 @@ from fcbench.config import FilterConfig, PipelineConfig
 from fcbench.environments import Environment
 from fcbench.errors import UserError
 from fcbench.execution import execute_gold_path
-from fcbench.filter import static_verdict
+from fcbench.verdicts import static_verdict
 from fcbench.formats import Rejected, read_samples
 from fcbench.jsonl import write_json, write_json_lines
 from fcbench.references import parse_reference

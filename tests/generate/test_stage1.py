@@ -23,7 +23,7 @@ from fcbench.cli import app
 from fcbench.config import PipelineConfig, load_pipelines
 from fcbench.environments.python_env import PythonEnvironment
 from fcbench.execution import execute_gold_paths
-from fcbench.filter import comparison_of, execution_verdict, static_verdict
+from fcbench.verdicts import comparison_of, execution_verdict, static_verdict
 from fcbench.formats import read_samples
 from fcbench.references import parse_reference
 from fcbench.sample import Sample, path_shape, sample_to_dict

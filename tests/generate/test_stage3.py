@@ -19,7 +19,7 @@ from fcbench.config import FilterConfig, PipelineConfig, load_pipelines
 from fcbench.environments.python_env import PythonEnvironment
 from fcbench.errors import UserError
 from fcbench.execution import execute_gold_path, execute_gold_paths
-from fcbench.filter import comparison_of, execution_verdict
+from fcbench.verdicts import comparison_of, execution_verdict
 from fcbench.formats import read_samples
 from fcbench.references import parse_reference
 from fcbench.sample import Call, Sample, sample_to_dict
