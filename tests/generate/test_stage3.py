@@ -233,7 +233,7 @@ def test_cli_stage3_run_is_byte_identical_and_llm_fill_falls_back_offline(slots_
     expected = (pipeline.build_dir / "candidates.jsonl").read_bytes()
     again = write_pipeline(pipeline.dataset_path.parent / "again", fill="llm")  # no llm: configured
     result = CliRunner().invoke(app, ["stage3", "run", "travel", "--file", str(again.dataset_path.parent / "pipelines.yaml"),
-                                      "--from", str(templates_file), "--offline", "--json"])
+                                      "--input", str(templates_file), "--offline", "--json"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     assert summary["fill"] == "slots" and summary["counts"]["candidates"] == len(templates(templates_file)) * 3
