@@ -38,7 +38,7 @@ BATCH_SIZE = 128  # samples executed per round trip to the environment, and per 
 
 SemanticCheck = Callable[[Sequence[Sample]], list[tuple[str, "str | None", str]]]
 """(samples that passed execution) -> (sample id, reject reason or None, detail) each, in order.
-Passed in by the pipeline layer (generate.semantic_check) so the core never imports an LLM."""
+Passed in by the pipeline layer (fcbench.semantic_check), so the filter runs without an LLM."""
 
 
 # ----------------------------------------------------------------------------------------- the run

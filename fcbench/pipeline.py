@@ -51,15 +51,15 @@ def _semantic_check(pipeline: PipelineConfig, offline: bool):
     if pipeline.llm is None or offline:
         return None
     from fcbench.llm.client import resolve_endpoint
-    from generate.semantic_check import SemanticCheck
-    from generate.stage1 import CACHE_FILE
+    from fcbench.llm.cache import LLM_CACHE_FILE
+    from fcbench.semantic_check import SemanticCheck
 
     try:
         resolve_endpoint(pipeline.llm, os.environ)
     except UserError as exc:
         logging.getLogger(__name__).warning("semantic check skipped: %s", exc)
         return None
-    return SemanticCheck(pipeline.llm, pipeline.build_dir / CACHE_FILE, jitter_seed=pipeline.seed)
+    return SemanticCheck(pipeline.llm, pipeline.build_dir / LLM_CACHE_FILE, jitter_seed=pipeline.seed)
 
 
 # ------------------------------------------------------------------------------------- execute

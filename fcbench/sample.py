@@ -170,3 +170,11 @@ def sample_to_dict(sample: Sample) -> dict[str, Any]:
 
 def sample_from_dict(data: dict[str, Any]) -> Sample:
     return Sample.model_validate(data)
+
+
+def user_query(sample: Sample) -> str:
+    """The text of the last user message (the query a template asks)."""
+    for message in reversed(sample.messages):
+        if message.get("role") == "user" and isinstance(message.get("content"), str):
+            return message["content"]
+    return ""

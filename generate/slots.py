@@ -25,7 +25,7 @@ from typing import Any, Iterable, Sequence
 
 from fcbench.errors import UserError
 from fcbench.references import parse_reference
-from fcbench.sample import Call, Sample
+from fcbench.sample import Call, Sample, user_query  # noqa: F401 (user_query: part of the slot helpers' interface)
 
 # A pool value naming a place says which city it belongs to; values of one city go together
 # (a taxi ride or a car rental stays inside one metropolitan area). The `city` slot's values are
@@ -342,14 +342,6 @@ def substitute_slots(sample: Sample, pools: ValuePools, rng: random.Random) -> S
     calls = [[Call(label=call.label, name=call.name, arguments={**call.arguments, **by_label.get(call.label, {})})
               for call in step] for step in sample.calls]
     return Substitution(query, calls, changed)
-
-
-def user_query(sample: Sample) -> str:
-    """The text of the last user message (the query a template asks)."""
-    for message in reversed(sample.messages):
-        if message.get("role") == "user" and isinstance(message.get("content"), str):
-            return message["content"]
-    return ""
 
 
 # --------------------------------------------------------------------------- the stage3 check

@@ -36,14 +36,13 @@ from fcbench.sample import Call, Provenance, Sample, Tool, path_shape, sample_to
 from fcbench.validate import validate_record
 from generate.graph_sampler import (DEFAULT_PHRASES, DraftRequest, FeedGraph, PhraseBook, PlanFailed, ToolSubset,
                                     build_feed_graph, cross_domain_flags, propose_draft, sample_tool_subset, tool_domain)
+from generate.common import PROMPTS, parse_query, value_pools_path
 from generate.slots import ValuePools, load_value_pools
 
-PROMPTS = Path(__file__).parent / "prompts"
 QUERY_PROMPT = PROMPTS / "stage1_query.txt"
 SOLVE_PROMPT = PROMPTS / "stage1_solve.txt"
 GRAPH_SAMPLER = "graph-sampler"
 MAX_ATTEMPTS = 24  # offline tries per draft (a plan may pick places a tool refuses together)
-CACHE_FILE = "llm-cache.sqlite"
 
 
 # ----------------------------------------------------------------------------------- files
@@ -101,12 +100,6 @@ def _catalog(pipeline: PipelineConfig) -> list[Tool]:
     if not path.is_file():
         raise UserError(f"{path}: no such tool catalog (pipeline {pipeline.name!r}, `tools:`)")
     return load_tools_file(path)
-
-
-def value_pools_path(pipeline: PipelineConfig) -> Path:
-    """stages.stage3.value_pools when declared, else value_pools.json beside the benchmark."""
-    declared = pipeline.stages.stage3.value_pools
-    return pipeline.resolve(declared) if declared else pipeline.dataset_path / "value_pools.json"
 
 
 def _value_pools(pipeline: PipelineConfig, required: bool) -> ValuePools:
@@ -245,7 +238,7 @@ def _offline_sample(pipeline: PipelineConfig, index: int, subset: ToolSubset, of
 # ---------------------------------------------------------------------------------- LLM path
 def _run_llm(pipeline: PipelineConfig, tools: list[Tool], subsets: Sequence[ToolSubset | None],
              environment: Environment) -> tuple[list[Sample | dict[str, Any] | None], dict[str, Any]]:
-    from fcbench.llm.cache import RequestCache
+    from fcbench.llm.cache import LLM_CACHE_FILE, RequestCache
     from fcbench.llm.client import LLMClient
 
     base = pipeline.resolve(".")
@@ -253,7 +246,7 @@ def _run_llm(pipeline: PipelineConfig, tools: list[Tool], subsets: Sequence[Tool
     assert pipeline.llm is not None  # checked by the caller
 
     async def run_all() -> tuple[list[Sample | dict[str, Any] | None], dict[str, Any]]:
-        cache = RequestCache(pipeline.build_dir / CACHE_FILE)
+        cache = RequestCache(pipeline.build_dir / LLM_CACHE_FILE)
         try:
             async with LLMClient(pipeline.llm, cache, jitter_seed=pipeline.seed) as client:
                 drafter = LLMDrafter(pipeline, client, environment, prompts)
@@ -270,21 +263,7 @@ async def _none() -> None:
     return None
 
 
-def parse_query(completion: Any) -> str:
-    """The query out of the model's JSON answer; `ParseError` (re-asked, then rejected) otherwise."""
-    from fcbench.llm.client import ParseError
 
-    text = (completion.content or "").strip()
-    if text.startswith("```"):  # a fenced block is still the JSON we asked for
-        text = text.strip("`").removeprefix("json").strip()
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError(f"not JSON ({exc.msg})") from None
-    query = value.get("query") if isinstance(value, dict) else None
-    if not isinstance(query, str) or not query.strip():
-        raise ParseError("expected an object with a non-empty string 'query'")
-    return query.strip()
 
 
 @dataclass

@@ -42,7 +42,7 @@ from fcbench.references import parse_reference
 from fcbench.sample import Call, Provenance, Sample, sample_to_dict
 from generate.slots import ValuePools, load_value_pools, slot_value_problem, substitute_slots, user_query
 from fcbench.llm.prompts import PromptFile
-from generate.stage1 import CACHE_FILE, PROMPTS, parse_query, value_pools_path
+from generate.common import PROMPTS, parse_query, value_pools_path
 
 REWRITE_PROMPT = PROMPTS / "stage3_rewrite.txt"
 FILL_PROMPT = PROMPTS / "stage3_fill.txt"
@@ -391,7 +391,7 @@ class LLMGeneralizer:
 
 def _run_llm(pipeline: PipelineConfig, templates: list[Sample], pools: ValuePools | None,
              environment: Environment | None) -> tuple[_Outcome, dict[str, Any]]:
-    from fcbench.llm.cache import RequestCache
+    from fcbench.llm.cache import LLM_CACHE_FILE, RequestCache
     from fcbench.llm.client import LLMClient
 
     base = pipeline.resolve(".")
@@ -399,7 +399,7 @@ def _run_llm(pipeline: PipelineConfig, templates: list[Sample], pools: ValuePool
     assert pipeline.llm is not None
 
     async def run_all() -> tuple[_Outcome, dict[str, Any]]:
-        cache = RequestCache(pipeline.build_dir / CACHE_FILE)
+        cache = RequestCache(pipeline.build_dir / LLM_CACHE_FILE)
         try:
             async with LLMClient(pipeline.llm, cache, jitter_seed=pipeline.seed) as client:
                 generalizer = LLMGeneralizer(pipeline, client, pools, environment, rewrite, fill)

@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
+LLM_CACHE_FILE = "llm-cache.sqlite"  # a pipeline's request cache, in its build folder
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
     key TEXT PRIMARY KEY,

@@ -21,9 +21,9 @@ from fcbench.sample import Call, Sample, sample_to_dict
 from fcbench.llm.cache import RequestCache
 from fcbench.llm.client import LLMClient
 from fcbench.llm.mock_server import MockLLMServer
-from generate.semantic_check import QUESTIONS, SemanticCheck, semantic_verdicts
+from fcbench.semantic_check import QUESTIONS, SemanticCheck, semantic_verdicts
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 TRAVEL = REPO / "datasets" / "travel"
 TOOLS = [t for t in load_tools_file(TRAVEL / "tools.json") if t.name in ("Search_Flight_Location", "Search_Flights")]
 

@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from fcbench.config import LLMConfig
-from fcbench.sample import Sample
+from fcbench.sample import Sample, user_query
 from fcbench.llm.client import ChatRequest, Completion, LLMClient, LLMRejection, ParseError
-from generate.slots import user_query
 from fcbench.llm.prompts import PromptFile
-from generate.stage1 import PROMPTS
+
+PROMPTS = Path(__file__).parent / "prompts"
 
 RESPONSE_CHARS = 1500  # a response is cut to this many characters in a question: enough to judge
 

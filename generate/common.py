@@ -1,0 +1,35 @@
+"""What the generation stages (stage1, stage3) share, one floor below both: where their prompt files
+and value pools are, and how a query is read out of the model's answer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from fcbench.config import PipelineConfig
+
+PROMPTS = Path(__file__).parent / "prompts"
+
+
+def value_pools_path(pipeline: PipelineConfig) -> Path:
+    """stages.stage3.value_pools when declared, else value_pools.json beside the benchmark."""
+    declared = pipeline.stages.stage3.value_pools
+    return pipeline.resolve(declared) if declared else pipeline.dataset_path / "value_pools.json"
+
+
+def parse_query(completion: Any) -> str:
+    """The query out of the model's JSON answer; `ParseError` (re-asked, then rejected) otherwise."""
+    from fcbench.llm.client import ParseError
+
+    text = (completion.content or "").strip()
+    if text.startswith("```"):  # a fenced block is still the JSON we asked for
+        text = text.strip("`").removeprefix("json").strip()
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ParseError(f"not JSON ({exc.msg})") from None
+    query = value.get("query") if isinstance(value, dict) else None
+    if not isinstance(query, str) or not query.strip():
+        raise ParseError("expected an object with a non-empty string 'query'")
+    return query.strip()
