@@ -21,7 +21,7 @@ from annotate.configs import JUNIOR
 from annotate.files import sample_lines, write_lines
 from annotate.pull import junior_builder
 from annotate.push import PushSummary, push_tasks
-from annotate.stage2 import (PullReport, check_tasks, fetch_tasks, pipeline_catalog, read_canonical,
+from annotate.pulling import (PullReport, check_tasks, fetch_tasks, pipeline_catalog, read_canonical,
                              send_back_to_annotators)
 from annotate.tasks import JUNIOR_KIND, junior_task
 from fcbench.config import PipelineConfig

@@ -1,0 +1,169 @@
+"""What the senior (stage2) and junior (stage3) annotation stages share, one floor below both:
+reading canonical files, the pipeline's catalog and environment for the checks, fetching tasks
+from the server or an export, checking them, sending broken ones back, and the pull report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from annotate import render
+from annotate.client import Connection, open_client, resolve_connection, server_errors
+from annotate.problems import ProblemCode
+from annotate.pull import TaskOutcome, export_snapshot, process_tasks, read_export_file, user_emails
+from annotate.push import find_project, update_task_data
+from annotate.tasks import ToolCatalog, draft_of
+from fcbench.config import PipelineConfig
+from fcbench.environments import Environment
+from fcbench.errors import UserError
+from fcbench.formats import Rejected, read_samples
+from fcbench.sample import Sample
+
+
+def read_canonical(path: Path, what: str) -> tuple[list[Sample], list[Rejected]]:
+    if not path.is_file():
+        raise UserError(f"{path}: no such file ({what})")
+    items = list(read_samples(path, "fcbench"))
+    return [item for item in items if isinstance(item, Sample)], [item for item in items if isinstance(item, Rejected)]
+
+
+# ------------------------------------------------------------------------------------------- push
+def pipeline_catalog(pipeline: PipelineConfig) -> ToolCatalog:
+    """The pipeline's tool catalog (empty when it names none): tools identical to a catalog tool
+    travel in tasks by hash."""
+    path = pipeline.tools_path
+    if path is None or not path.is_file():
+        return ToolCatalog()
+    from fcbench.catalog import load_tools_file
+
+    return ToolCatalog(load_tools_file(path))
+
+
+@dataclass
+class PullReport:
+    source: str
+    counts: dict[str, int] = field(default_factory=dict)
+    reasons: dict[str, int] = field(default_factory=dict)
+    messages: list[str] = field(default_factory=list)
+    failures: list[dict[str, Any]] = field(default_factory=list)  # {task, sample, problems} per failing task
+    outputs: dict[str, str] = field(default_factory=dict)
+    qa: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "counts": self.counts, "reasons": self.reasons, "messages": self.messages,
+                "failures": self.failures, "outputs": self.outputs, "qa": self.qa}
+
+
+class LazyEnvironment:
+    """The pipeline's environment, opened on first use and closed at the end."""
+
+    def __init__(self, opener: Callable[[], Environment | None]) -> None:
+        self._opener = opener
+        self._environment: Environment | None = None
+        self._opened = False
+
+    def __call__(self) -> Environment | None:
+        if not self._opened:
+            self._opened = True
+            self._environment = self._opener()
+        return self._environment
+
+    def close(self) -> None:
+        if self._environment is not None:
+            self._environment.close()
+
+
+def pipeline_environment(pipeline: PipelineConfig, samples: Callable[[], Sequence[Sample]]) -> LazyEnvironment:
+    def opener() -> Environment | None:
+        if pipeline.environment is None:
+            return None  # no environment: kept responses are checked for consistency instead
+        from fcbench.environments.from_config import open_environment
+
+        return open_environment(pipeline, list(samples()))
+
+    return LazyEnvironment(opener)
+
+
+@dataclass
+class FetchedTasks:
+    """The tasks of a project, from the server or from an export file, and what a send-back needs."""
+
+    tasks: list[dict[str, Any]]
+    source: str
+    connection: Connection | None = None
+    client: Any = None
+    project_id: int | None = None
+    users: dict[int, str] = field(default_factory=dict)
+
+
+def fetch_tasks(title: str, from_export: Path | None, connection: Connection | None) -> FetchedTasks:
+    if from_export is not None:
+        return FetchedTasks(read_export_file(from_export), str(from_export), connection)
+    connection = connection or resolve_connection()
+    client = open_client(connection)
+    project_id = existing_project_id(connection, client, title)
+    return FetchedTasks(export_snapshot(connection, client, project_id), f"{connection.url} project {project_id}",
+                        connection, client, project_id, user_emails(connection, client))
+
+
+def check_tasks(pipeline: PipelineConfig, fetched: FetchedTasks, kind: str, builder: Any, stage: str) -> list[TaskOutcome]:
+    """Convert and check every task's annotation, re-executing paths in the pipeline's environment."""
+    catalog = pipeline_catalog(pipeline)
+    environment = pipeline_environment(pipeline, lambda: drafts_in_tasks(fetched.tasks, catalog))
+    try:
+        return process_tasks(fetched.tasks, kind, builder, environment, fetched.users, stage, fetched.project_id,
+                             catalog)
+    finally:
+        environment.close()
+
+
+def send_back_to_annotators(fetched: FetchedTasks, outcomes: Sequence[TaskOutcome], report: "PullReport") -> None:
+    """Show each failing annotation's problems to its annotator (pulling from a file still needs the server)."""
+    connection = fetched.connection or resolve_connection()
+    client = fetched.client or open_client(connection)
+    report.counts["sent_back"], report.counts["feedback_cleared"] = send_back_feedback(connection, client, outcomes)
+
+
+def existing_project_id(connection: Connection, client: Any, title: str) -> int:
+    with server_errors(connection, "finding the project"):
+        project = find_project(client, title)
+    if project is None:
+        raise UserError(f"Label Studio at {connection.url} has no project titled {title!r}; run stage2 push first")
+    return int(project.id)
+
+
+def drafts_in_tasks(tasks: Sequence[dict[str, Any]], catalog: ToolCatalog | None = None) -> list[Sample]:
+    drafts = []
+    for task in tasks:
+        try:
+            draft = draft_of(task.get("data") or {}, catalog)
+        except ValueError:
+            continue
+        if draft is not None:
+            drafts.append(draft)
+    return drafts
+
+
+def send_back_feedback(connection: Connection, client: Any, outcomes: Sequence[TaskOutcome]) -> tuple[int, int]:
+    """Show each failing task's problems at the top of its labeling page (the open-source server has
+    no comments or review API, both answer 404: the task data's `feedback_html` is what the config
+    displays, and the Data Manager shows it as a column), and clear the note on tasks with nothing
+    left to fix. Returns (sent back, cleared)."""
+    sent = cleared = 0
+    with server_errors(connection, "sending tasks back"):
+        for outcome in outcomes:
+            data = dict(outcome.task_data)
+            if outcome.needs_fixing:
+                when = outcome.annotation.updated_at if outcome.annotation else ""
+                feedback = render.feedback_html([problem.message for problem in outcome.problems
+                                                 if problem.code is not ProblemCode.CANCELLED], when or "")
+                if data.get("feedback_html") != feedback:
+                    data["feedback_html"] = feedback
+                    update_task_data(client, outcome.task_id, data)
+                sent += 1
+            elif data.get("feedback_html"):  # passes now, or the annotator rejected or skipped it
+                data["feedback_html"] = ""
+                update_task_data(client, outcome.task_id, data)
+                cleared += 1
+    return sent, cleared
