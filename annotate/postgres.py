@@ -154,12 +154,12 @@ class ManagedPostgres:
         return self.studio_root / "postgres.json"
 
     def settings(self) -> DatabaseSettings:
-        from annotate.studio import read_private_json, write_private_json
+        from fcbench.localhost import read_private_json, write_private_json
 
         if self.settings_file.exists():
             data = read_private_json(self.settings_file)
         else:
-            from annotate.studio import free_port
+            from fcbench.localhost import free_port
 
             data = {"port": free_port(), "user": ROLE, "password": secrets.token_urlsafe(24), "name": DATABASE_NAME}
             write_private_json(self.settings_file, data)
@@ -217,7 +217,7 @@ class ManagedPostgres:
         if not self.initialised():
             self._initdb(settings)
         if not self.running():
-            from annotate.studio import port_is_free
+            from fcbench.localhost import port_is_free
 
             if not port_is_free(settings.port):
                 raise PostgresError(f"port {settings.port} on 127.0.0.1 (the studio database's) is busy; "

@@ -32,7 +32,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -42,6 +41,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from fcbench.localhost import LOOPBACK, free_port, port_is_free, read_private_json, write_private_json  # noqa: F401 (part of the studio interface)
 from fcbench.errors import UserError
 
 if TYPE_CHECKING:
@@ -49,7 +49,6 @@ if TYPE_CHECKING:
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_PORT = 8089
-LOOPBACK = "127.0.0.1"
 START_TIMEOUT_S = 180.0  # a fresh database runs its migrations first (about 33 s on 2 cores)
 STOP_TIMEOUT_S = 20.0
 DEFAULT_ADMIN = "fcbench-admin@example.com"
@@ -144,25 +143,6 @@ class StudioStatus:
 
 
 # ------------------------------------------------------------------------------------ secrets on disk
-def write_private_json(path: Path, value: Any) -> None:
-    """Write a JSON file readable by its owner only (0600 from creation: no window where it is not)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.unlink(missing_ok=True)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(value, handle)
-    os.replace(tmp, path)
-
-
-def read_private_json(path: Path) -> Any:
-    """Read a secrets file, refusing it when group or others may read it (as ssh does)."""
-    mode = path.stat().st_mode & 0o777
-    if mode & 0o077:
-        raise StudioError(f"{path}: permissions {mode:o} are too open; run chmod 600 {path}")
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
 def load_or_create_credentials(config: StudioConfig) -> Credentials:
     if config.credentials_file.exists():
         data = read_private_json(config.credentials_file)
@@ -184,25 +164,6 @@ def read_credentials(config: StudioConfig) -> Credentials:
 
 
 # ------------------------------------------------------------------------------------------ processes
-def port_is_free(port: int, host: str = LOOPBACK) -> bool:
-    """Whether nothing listens on the port. SO_REUSEADDR as the server itself sets it: connections
-    left in TIME_WAIT by a stopped server do not keep it from binding, nor should they fail this."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
-def free_port() -> int:
-    """A port nobody listens on now (for tests and benchmarks starting their own studio)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((LOOPBACK, 0))
-        return int(probe.getsockname()[1])
-
-
 def health_ok(url: str, timeout: float = 2.0) -> bool:
     try:
         with urllib.request.urlopen(f"{url}/health", timeout=timeout) as response:  # noqa: S310 (loopback)

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+
+from fcbench.localhost import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 PRISM_BIN = REPO / ".prism" / "node_modules" / ".bin" / "prism"
@@ -29,12 +30,6 @@ def prism_binary() -> Path:
     if not PRISM_BIN.exists():
         raise PrismError(f"{PRISM_BIN}: Prism is not installed (run fcbench/environments/install_prism.sh)")
     return PRISM_BIN
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @dataclass

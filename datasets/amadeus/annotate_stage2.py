@@ -12,7 +12,6 @@ the graph sampler phrases from operation summaries, fix a wrong link, reject mea
 
 from __future__ import annotations
 
-import json
 import sys
 import tempfile
 from pathlib import Path
