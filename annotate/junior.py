@@ -21,16 +21,16 @@ from annotate.configs import JUNIOR
 from annotate.files import sample_lines, write_lines
 from annotate.pull import junior_builder
 from annotate.push import PushSummary, push_tasks
-from annotate.pulling import (PullReport, check_tasks, fetch_tasks, pipeline_catalog, read_canonical,
+from annotate.pulling import (PullReport, check_tasks, fetch_tasks, annotation_catalog, read_canonical,
                              send_back_to_annotators)
 from annotate.tasks import JUNIOR_KIND, junior_task
+from fcbench.context import CANDIDATES, FILLED_CANDIDATES, TEMPLATES
 from fcbench.config import PipelineConfig
 from fcbench.errors import UserError
 from fcbench.formats import read_samples
 from fcbench.jsonl import iter_json_lines, write_json, write_json_lines
 from fcbench.sample import Sample
 
-FILLED_CANDIDATES = "candidates.filled.jsonl"  # stage3's candidates with the juniors' arguments
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class JuniorFiles:
 
     @classmethod
     def in_dir(cls, build_dir: Path) -> "JuniorFiles":
-        return cls(build_dir / "candidates.jsonl", build_dir / FILLED_CANDIDATES, build_dir / "templates.jsonl",
+        return cls(build_dir / CANDIDATES, build_dir / FILLED_CANDIDATES, build_dir / TEMPLATES,
                    build_dir / "junior.rejects.jsonl", build_dir / "junior.summary.json")
 
 
@@ -71,7 +71,7 @@ def run_junior_push(pipeline: PipelineConfig, connection: Connection | None = No
     if files.templates.is_file():
         templates = {sample.id: sample for sample in read_samples(files.templates, "fcbench")
                      if isinstance(sample, Sample)}
-    catalog = pipeline_catalog(pipeline)
+    catalog = annotation_catalog(pipeline)
     tasks = [junior_task(candidate, templates.get(candidate.provenance.parent_id or ""), catalog=catalog)
              for candidate in candidates if needs_arguments(candidate)]
     connection = connection or resolve_connection()

@@ -15,6 +15,7 @@ from annotate.pull import TaskOutcome, export_snapshot, process_tasks, read_expo
 from annotate.push import find_project, update_task_data
 from annotate.tasks import ToolCatalog, draft_of
 from fcbench.config import PipelineConfig
+from fcbench.context import pipeline_catalog
 from fcbench.environments import Environment
 from fcbench.errors import UserError
 from fcbench.formats import Rejected, read_samples
@@ -29,15 +30,10 @@ def read_canonical(path: Path, what: str) -> tuple[list[Sample], list[Rejected]]
 
 
 # ------------------------------------------------------------------------------------------- push
-def pipeline_catalog(pipeline: PipelineConfig) -> ToolCatalog:
-    """The pipeline's tool catalog (empty when it names none): tools identical to a catalog tool
-    travel in tasks by hash."""
-    path = pipeline.tools_path
-    if path is None or not path.is_file():
-        return ToolCatalog()
-    from fcbench.catalog import load_tools_file
-
-    return ToolCatalog(load_tools_file(path))
+def annotation_catalog(pipeline: PipelineConfig) -> ToolCatalog:
+    """The pipeline's tool catalog for tasks (empty when it names none): tools identical to a
+    catalog tool travel in tasks by hash."""
+    return ToolCatalog(pipeline_catalog(pipeline) or [])
 
 
 @dataclass
@@ -109,7 +105,7 @@ def fetch_tasks(title: str, from_export: Path | None, connection: Connection | N
 
 def check_tasks(pipeline: PipelineConfig, fetched: FetchedTasks, kind: str, builder: Any, stage: str) -> list[TaskOutcome]:
     """Convert and check every task's annotation, re-executing paths in the pipeline's environment."""
-    catalog = pipeline_catalog(pipeline)
+    catalog = annotation_catalog(pipeline)
     environment = pipeline_environment(pipeline, lambda: drafts_in_tasks(fetched.tasks, catalog))
     try:
         return process_tasks(fetched.tasks, kind, builder, environment, fetched.users, stage, fetched.project_id,

@@ -27,8 +27,9 @@ from annotate.push import PushSummary, push_tasks
 from annotate.qa import summarise
 from annotate.select import select_drafts
 from annotate.studio import StudioConfig
-from annotate.pulling import (PullReport, check_tasks, fetch_tasks, pipeline_catalog, read_canonical, send_back_to_annotators)
+from annotate.pulling import (PullReport, check_tasks, fetch_tasks, annotation_catalog, read_canonical, send_back_to_annotators)
 from annotate.tasks import STAGE2_KIND, senior_task
+from fcbench.context import DRAFTS, TEMPLATES
 from fcbench.config import PipelineConfig
 from fcbench.formats import read_samples
 from fcbench.jsonl import write_json, write_json_lines
@@ -46,7 +47,7 @@ class Stage2Files:
 
     @classmethod
     def in_dir(cls, build_dir: Path) -> "Stage2Files":
-        return cls(build_dir / "drafts.jsonl", build_dir / "templates.jsonl", build_dir / "templates.rejects.jsonl",
+        return cls(build_dir / DRAFTS, build_dir / TEMPLATES, build_dir / "templates.rejects.jsonl",
                    build_dir / "stage2.summary.json", build_dir / "stage2.qa.json",
                    build_dir / "stage2.adjudication.jsonl")
 
@@ -63,7 +64,7 @@ def run_stage2_push(pipeline: PipelineConfig, connection: Connection | None = No
     done = {sample.id for sample in _read_previous(files.templates)}  # already gold: never shown again
     pending = [draft for draft in drafts if draft.id not in done]
     selected = select_drafts(pending, count or pipeline.stages.stage2.select)
-    catalog = pipeline_catalog(pipeline)
+    catalog = annotation_catalog(pipeline)
     tasks = [senior_task(draft, model_version=_model_version(draft), catalog=catalog) for draft in selected]
     studio = studio or StudioConfig()
     connection = connection or resolve_connection(studio)

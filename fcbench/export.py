@@ -38,6 +38,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import ValidationError
 
+from fcbench.context import VALIDATED
 from fcbench.config import ExportConfig, PipelineConfig
 from fcbench.dataset_card import CardInfo, ProvenanceTally, SplitInfo, render_card
 from fcbench.errors import UserError
@@ -434,5 +435,5 @@ def run_export_stage(pipeline: PipelineConfig, input_file: Path | None = None) -
     """`build-dataset export PIPELINE`: `<build>/validated.jsonl` (or `input_file`) exported."""
     settings = ExportSettings(name=pipeline.name, config=pipeline.stages.export, seed=pipeline.seed,
                               description=pipeline.description, license=pipeline.license)
-    source = input_file or pipeline.build_dir / "validated.jsonl"
+    source = input_file or pipeline.build_dir / VALIDATED
     return export_samples(source, ExportPaths(pipeline.build_dir), settings)

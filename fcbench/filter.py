@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from fcbench.context import VALIDATED
 from fcbench.answers import AnswerComparison
 from fcbench.config import FilterConfig
 from fcbench.environments import Environment
@@ -66,7 +67,7 @@ class FilterPaths:
 
     @classmethod
     def in_dir(cls, build_dir: Path) -> "FilterPaths":
-        return cls(build_dir / "validated.jsonl", build_dir / "validated.rejects.jsonl",
+        return cls(build_dir / VALIDATED, build_dir / "validated.rejects.jsonl",
                    build_dir / "filter.summary.json", build_dir / "filter.journal.jsonl")
 
 

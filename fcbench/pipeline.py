@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fcbench.context import CANDIDATES, FILLED_CANDIDATES
 from fcbench.answers import ExecutionFailed
 from fcbench.config import PipelineConfig
 from fcbench.errors import UserError
@@ -23,8 +24,8 @@ def filter_input_path(pipeline: PipelineConfig) -> Path:
     if configured:
         return pipeline.resolve(configured)
     if pipeline.stages.stage3.fill == "annotators":
-        return pipeline.build_dir / "candidates.filled.jsonl"
-    return pipeline.build_dir / "candidates.jsonl"
+        return pipeline.build_dir / FILLED_CANDIDATES
+    return pipeline.build_dir / CANDIDATES
 
 
 def run_filter_stage(pipeline: PipelineConfig, input_file: Path | None = None, offline: bool = False):

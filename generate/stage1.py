@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from fcbench.catalog import load_tools_file
 from fcbench.catalog.openai import openai_tool_param
 from fcbench.config import PipelineConfig
+from fcbench.context import DRAFTS, pipeline_catalog
 from fcbench.environments import Environment
 from fcbench.errors import UserError
 from fcbench.json_values import json_leaves_with_paths
@@ -54,7 +54,7 @@ class Stage1Paths:
 
     @classmethod
     def in_dir(cls, build_dir: Path) -> "Stage1Paths":
-        return cls(build_dir / "drafts.jsonl", build_dir / "drafts.rejects.jsonl", build_dir / "stage1.summary.json")
+        return cls(build_dir / DRAFTS, build_dir / "drafts.rejects.jsonl", build_dir / "stage1.summary.json")
 
 
 @dataclass
@@ -94,12 +94,10 @@ def run_stage1(pipeline: PipelineConfig, offline: bool = False, environment: Env
 
 
 def _catalog(pipeline: PipelineConfig) -> list[Tool]:
-    path = pipeline.tools_path
-    if path is None:
+    tools = pipeline_catalog(pipeline)
+    if tools is None:
         raise UserError(f"pipeline {pipeline.name!r} names no tool catalog: set `tools:` in pipelines.yaml")
-    if not path.is_file():
-        raise UserError(f"{path}: no such tool catalog (pipeline {pipeline.name!r}, `tools:`)")
-    return load_tools_file(path)
+    return tools
 
 
 def _value_pools(pipeline: PipelineConfig, required: bool) -> ValuePools:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from fcbench.context import CANDIDATES, TEMPLATES
 from fcbench.catalog.openai import openai_tool_param
 from fcbench.config import FilterConfig, PipelineConfig
 from fcbench.environments import Environment
@@ -58,7 +59,7 @@ class Stage3Paths:
 
     @classmethod
     def in_dir(cls, build_dir: Path) -> "Stage3Paths":
-        return cls(build_dir / "candidates.jsonl", build_dir / "candidates.rejects.jsonl", build_dir / "stage3.summary.json")
+        return cls(build_dir / CANDIDATES, build_dir / "candidates.rejects.jsonl", build_dir / "stage3.summary.json")
 
 
 @dataclass
@@ -210,7 +211,7 @@ def slot_variants(template: Sample, pools: ValuePools, count: int, seed: int, fi
 
 # ------------------------------------------------------------------------------------ the stage
 def templates_path(pipeline: PipelineConfig, from_file: Path | None) -> Path:
-    path = from_file or pipeline.build_dir / "templates.jsonl"
+    path = from_file or pipeline.build_dir / TEMPLATES
     if not path.is_file():
         hint = "" if from_file else (" (stage3 reads stage2's gold templates: run `build-dataset stage2 pull "
                                      f"{pipeline.name}` first, or pass --from FILE)")

@@ -5,19 +5,18 @@ from __future__ import annotations
 from typing import Sequence
 
 from fcbench.config import PipelineConfig
+from fcbench.context import pipeline_catalog
 from fcbench.environments import Environment
 from fcbench.errors import UserError
 from fcbench.sample import Sample, Tool
 
 
 def pipeline_tools(pipeline: PipelineConfig, samples: Sequence[Sample]) -> list[Tool]:
-    """The pipeline's catalog when it names one that exists, else the tools the samples carry
-    (first spec of each name), so argument coercion always has a schema."""
-    path = pipeline.tools_path
-    if path is not None and path.is_file():
-        from fcbench.catalog import load_tools_file
-
-        return load_tools_file(path)
+    """The pipeline's catalog when it names one, else the tools the samples carry (first spec of
+    each name), so argument coercion always has a schema."""
+    catalog = pipeline_catalog(pipeline)
+    if catalog is not None:
+        return catalog
     tools: dict[str, Tool] = {}
     for sample in samples:
         for tool in sample.tools:

@@ -29,7 +29,7 @@ def test_secrets_readable_by_others_are_refused(tmp_path: Path) -> None:
     config = StudioConfig(root=tmp_path, port=1)
     write_private_json(config.credentials_file, {"username": "u", "password": "p", "token": "t" * 40})
     config.credentials_file.chmod(0o644)
-    with pytest.raises(StudioError, match="permissions 644 are too open; run chmod 600"):
+    with pytest.raises(UserError, match="permissions 644 are too open; run chmod 600"):
         load_or_create_credentials(config)
     token_file = tmp_path / "token"
     token_file.write_text("abc\n")
