@@ -1,0 +1,121 @@
+"""What every command group of the `build-dataset` command line shares: the Typer app, the
+one-line user-error convention, JSON printing and loading a pipeline with its flags.
+
+Conventions: every command has an example in its help; a user error is one line on stderr and
+exit code 1 (no traceback); `--json` prints only JSON on stdout. Commands are thin: they parse
+options, call the module that owns the concept, and print.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+import typer
+from typer.core import TyperGroup
+from rich.console import Console
+from rich.table import Table
+
+from fcbench.errors import UserError
+
+# `--help` lists commands in this order (pipeline order, then data, scoring, servers); Typer would
+# put command groups (stage2, stage3, studio) after plain commands.
+COMMAND_ORDER = ["stage1", "stage2", "stage3", "filter", "export", "report", "run",
+                 "convert", "validate", "stats", "lint-tools", "execute", "pipelines", "new",
+                 "score", "evaluate", "studio", "mock-llm"]
+
+
+class _PipelineOrder(TyperGroup):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = super().list_commands(ctx)
+        return sorted(names, key=lambda name: COMMAND_ORDER.index(name) if name in COMMAND_ORDER else len(COMMAND_ORDER))
+
+
+TOP_LEVEL_EXAMPLES = """Examples:
+
+  build-dataset run travel --offline        every automatic stage on the bundled example
+
+  build-dataset pipelines --check           check every declared pipeline before running anything
+
+  build-dataset convert ../shared/external/nestful/toy_data.jsonl --from nestful --to fcbench -o toy.jsonl
+
+  build-dataset score --metric nestful --predictions ../shared/external/nestful/predictions/nestful_3-qwen3-8b-8bit-icl.jsonl"""
+
+app = typer.Typer(
+    name="build-dataset",
+    help="Build function-calling benchmarks stage by stage, convert published formats, and score models.",
+    epilog=TOP_LEVEL_EXAMPLES,
+    cls=_PipelineOrder,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    rich_markup_mode="rich",
+)
+console = Console()
+
+
+def _fail(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    raise typer.Exit(1)
+
+
+def user_errors(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn the errors a user can cause into one stderr line and exit 1."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except UserError as exc:
+            _fail(str(exc))
+        except FileNotFoundError as exc:
+            _fail(f"{exc.filename}: no such file")
+        except IsADirectoryError as exc:
+            _fail(f"{exc.filename}: is a directory, expected a file")
+        except UnicodeDecodeError:
+            _fail("input is not UTF-8 text")
+
+    return wrapper
+
+
+def print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
+
+
+BATCH_HELP = "Send this stage's LLM requests through the OpenAI Batch API (llm.mode: batch): half the price, answers within 24 h."
+
+
+def _load_pipeline(name: str, file: Path, record: bool = False, batch: bool = False):
+    from fcbench.config import load_pipelines
+
+    pipeline = load_pipelines(file).get_pipeline(name)
+    if batch:
+        if pipeline.llm is None:
+            raise UserError(f"pipeline {name!r}: --batch needs an `llm:` block in {file}")
+        pipeline.llm.mode = "batch"
+    if record:
+        from fcbench.environments.from_config import with_recording
+
+        with_recording(pipeline)
+    return pipeline
+
+
+RECORD_HELP = ("http environment: call the server (base_url) and record every response into the store; "
+               "only calls not recorded yet are sent. Default: replay from the store, offline.")
+
+
+CONNECTION_HELP = ("The server is the local studio (build-dataset studio start), or FCBENCH_LS_URL with the token in "
+                   "FCBENCH_LS_TOKEN or a 0600 file named by FCBENCH_LS_TOKEN_FILE.")
+
+
+def _count_table(title: str, header: str, counts: dict[Any, int]) -> Table:
+    table = Table(title=title)
+    table.add_column(header)
+    table.add_column("samples", justify="right")
+    for key, count in counts.items():
+        table.add_row(str(key), str(count))
+    return table

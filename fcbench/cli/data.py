@@ -1,0 +1,340 @@
+"""Data commands: convert, validate, stats, lint-tools, execute, pipelines, new."""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.table import Table
+
+from fcbench.cli.common import (_count_table, app, console, print_json,
+                                user_errors)
+from fcbench.errors import UserError
+
+PANEL = "Data"
+command = functools.partial(app.command, rich_help_panel=PANEL)
+
+
+# --------------------------------------------------------------------------------------------- convert
+@command(
+    epilog=(
+        "Examples:\n\n"
+        "  build-dataset convert BFCL_v4_simple_python.json --from bfcl "
+        "--answers possible_answer_BFCL_v4_simple_python.json --to fcbench -o simple.jsonl\n\n"
+        "  build-dataset convert simple.jsonl --from fcbench --to bfcl -o q.json --answers-out a.json"
+    )
+)
+@user_errors
+def convert(
+    input_file: Path = typer.Argument(..., metavar="IN", help="The file to convert."),
+    from_format: str = typer.Option(..., "--from", help="fcbench, complexfuncbench, nestful, callnavi, bfcl, confetti."),
+    to_format: str = typer.Option(..., "--to", help="Same choices as --from."),
+    output: Path = typer.Option(..., "-o", "--output", help="Where to write the converted file."),
+    answers: Optional[Path] = typer.Option(None, "--answers", help="BFCL possible-answer file to read."),
+    answers_out: Optional[Path] = typer.Option(None, "--answers-out", help="BFCL possible-answer file to write."),
+    tools: Optional[Path] = typer.Option(None, "--tools", help="NESTful v1 spec or CallNavi APISchema file to read."),
+    tools_out: Optional[Path] = typer.Option(None, "--tools-out", help="NESTful v1 spec file to write."),
+    nestful_version: Optional[str] = typer.Option(None, "--nestful-version", help="v1 or v2 when writing NESTful."),
+    no_gold: bool = typer.Option(False, "--no-gold", help="BFCL: convert questions without --answers (no gold calls)."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON summary."),
+) -> None:
+    """Convert a benchmark file between formats, through the canonical sample.
+
+    Items that cannot be converted go to OUT.rejects.jsonl with their reason; what the target
+    format cannot express is reported as one warning line with a count."""
+    from fcbench.convert import convert_file
+    from fcbench.formats import FormatOptions
+
+    options = FormatOptions(answers=answers, answers_out=answers_out, tools=tools, tools_out=tools_out,
+                            nestful_version=nestful_version, no_gold=no_gold)
+    result = convert_file(input_file, from_format, to_format, output, options)
+    if as_json:
+        print_json(result.as_dict())
+        return
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    print(f"{result.converted} converted, {result.rejected} rejected -> {output}")
+    if result.rejected:
+        print(f"rejects with reasons: {result.rejects_file}")
+
+
+# --------------------------------------------------------------------------------------------- validate
+@command(epilog="Example:  build-dataset validate datasets/travel/build/drafts.jsonl")
+@user_errors
+def validate(
+    file: Path = typer.Argument(..., help="A canonical fcbench JSONL file."),
+    as_json: bool = typer.Option(False, "--json", help="Print the problems as JSON."),
+) -> None:
+    """Check a canonical JSONL file line by line.
+
+    Each line is checked against the sample schema and the cross-field rules (unknown tools,
+    references to missing or later labels, duplicate labels, a stored difficulty that disagrees
+    with the path). Each problem prints as FILE:LINE: field: message; exit 1 if there is any."""
+    from fcbench.validate import validate_file
+
+    if not file.is_file():
+        raise UserError(f"{file}: no such file")
+    problems = list(validate_file(file))
+    if as_json:
+        print_json({"file": str(file), "ok": not problems,
+                    "problems": [{"line": p.line_no, "field": p.field, "message": p.message} for p in problems]})
+    else:
+        for problem in problems:
+            print(problem.render(file))
+        if not problems:
+            print(f"{file}: all lines valid")
+    if problems:
+        raise typer.Exit(1)
+
+
+# --------------------------------------------------------------------------------------------- stats
+@command(
+    epilog=(
+        "Examples:\n\n"
+        "  build-dataset stats datasets/travel/build/validated.jsonl\n\n"
+        "  build-dataset stats Questions/bank.json --from callnavi --tools APISchema/bank.json --json"
+    )
+)
+@user_errors
+def stats(
+    file: Path = typer.Argument(..., help="A benchmark file of any supported format."),
+    from_format: str = typer.Option("fcbench", "--from", help="fcbench, complexfuncbench, nestful, callnavi, bfcl, confetti."),
+    answers: Optional[Path] = typer.Option(None, "--answers", help="BFCL possible-answer file to read."),
+    tools: Optional[Path] = typer.Option(None, "--tools", help="NESTful v1 spec or CallNavi APISchema file to read."),
+    as_json: bool = typer.Option(False, "--json", help="Print the statistics as one JSON object."),
+) -> None:
+    """Print dataset statistics of a benchmark file of any format.
+
+    Samples, average steps and calls per domain; difficulty splits (derived from the gold path,
+    and as published); nesting-depth and dependency-count distributions. Items the reader
+    rejects are counted with their reasons."""
+    from fcbench.formats import FormatOptions, read_samples
+    from fcbench.stats import compute_stats
+
+    result = compute_stats(read_samples(file, from_format, FormatOptions(answers=answers, tools=tools)))
+    if as_json:
+        print_json({"file": str(file), "format": from_format, **result.as_dict()})
+        return
+    _print_stats_tables(file, result)
+
+
+def _print_stats_tables(file: Path, result: Any) -> None:
+    console.print(f"{file}: {result.samples} samples, {result.rejected} rejected", highlight=False, soft_wrap=True)
+    domains = Table(title="per domain")
+    for column in ("domain", "samples", "avg steps", "avg calls"):
+        domains.add_column(column, justify="left" if column == "domain" else "right")
+    for row in result.domains:
+        domains.add_row(row.domain, str(row.samples), f"{row.avg_steps:.2f}", f"{row.avg_calls:.2f}")
+    console.print(domains)
+    console.print(_count_table("difficulty (from the gold path)", "difficulty", result.difficulty))
+    if result.published_difficulty:
+        console.print(_count_table("difficulty (as published)", "label", result.published_difficulty))
+    console.print(_count_table("nesting depth", "depth", result.nesting_depth))
+    console.print(_count_table("dependencies per sample", "dependencies", result.dependencies))
+    if result.reject_reasons:
+        console.print(_count_table("rejected items by reason", "reason", result.reject_reasons))
+
+
+# ---------------------------------------------------------------------------------------- lint-tools
+@command(
+    "lint-tools",
+    epilog=(
+        "Examples:\n\n"
+        "  build-dataset lint-tools ../shared/external/callnavi/APISchema/bank.json\n\n"
+        "  build-dataset lint-tools datasets/travel/tools.json --json --strict"
+    ),
+)
+@user_errors
+def lint_tools_command(
+    file: Path = typer.Argument(..., help="A tool catalog: OpenAI, BFCL, NESTful, CallNavi or fcbench samples."),
+    as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON."),
+    strict: bool = typer.Option(False, "--strict", help="Exit 1 when any finding is an error."),
+    overlap_threshold: Optional[float] = typer.Option(
+        None, "--overlap-threshold", min=0, max=100,
+        help="Description similarity (0-100) from which tools with the same parameters overlap "
+             "[default: 97, near-identical text]."),
+) -> None:
+    """Check a tool catalog for what makes a benchmark unfair or ambiguous.
+
+    Missing descriptions, untyped or look-alike parameters, required parameters never declared,
+    duplicate tool names, and tools a model cannot tell apart. Findings do not change the exit
+    code unless --strict."""
+    from fcbench.catalog import load_tools_file
+    from fcbench.catalog.lint import OVERLAP_RATIO, count_by_code, has_errors, lint_tools
+
+    catalog = load_tools_file(file)
+    findings = lint_tools(catalog, overlap_ratio=OVERLAP_RATIO if overlap_threshold is None else overlap_threshold)
+    if as_json:
+        print_json({"file": str(file), "tools": len(catalog),
+                    "findings": [finding.as_dict() for finding in findings], "counts": count_by_code(findings)})
+    else:
+        table = Table(title=f"{file}: {len(catalog)} tools, {len(findings)} findings")
+        for column in ("severity", "tool", "parameter", "code", "message"):
+            # codes are what users grep for: keep them whole, let the message wrap instead
+            table.add_column(column, no_wrap=column in ("severity", "code"), overflow="fold")
+        for finding in findings:
+            table.add_row(finding.severity.value, finding.tool, finding.parameter or "", finding.code.value,
+                          finding.message)
+        console.print(table)
+    if strict and has_errors(findings):
+        raise typer.Exit(1)
+
+
+# ------------------------------------------------------------------------------------------ execute
+@command(epilog="Example:  build-dataset execute ../shared/external/nestful/toy_data.jsonl --from nestful "
+                    "--tools-module datasets/nestful-math/tools.py --round-to-gold --json")
+@user_errors
+def execute(
+    file: Path = typer.Argument(..., help="Samples in any format the convert command reads."),
+    tools: Path = typer.Option(..., "--tools-module", help="Python module implementing the tools."),
+    from_format: str = typer.Option("fcbench", "--from", help="Format of FILE."),
+    answers: Optional[Path] = typer.Option(None, "--answers", help="BFCL possible-answer file."),
+    spec: Optional[Path] = typer.Option(None, "--spec", help="NESTful v1 spec or CallNavi APISchema file."),
+    round_to_gold: bool = typer.Option(False, "--round-to-gold", help="Compare numbers as NESTful does: "
+                                       "round the result to the gold answer's decimals."),
+    timeout: float = typer.Option(5.0, "--timeout", help="Seconds per call."),
+    as_json: bool = typer.Option(False, "--json", help='Print {"summary", "items"} as JSON.'),
+) -> None:
+    """Execute the gold path of every sample and say whether it reproduces the recorded answer.
+
+    Tools run in worker subprocesses with a timeout and a memory cap, arguments bound by keyword.
+    Items are in input order: {"id", "ok", "reproduces", "answer", "error"}."""
+    from fcbench.answers import NESTFUL_COMPARISON, AnswerComparison
+    from fcbench.formats import FormatOptions
+    from fcbench.pipeline import execute_file
+
+    report = execute_file(file, from_format, FormatOptions(answers=answers, tools=spec), tools, timeout=timeout,
+                          comparison=NESTFUL_COMPARISON if round_to_gold else AnswerComparison())
+    if as_json:
+        print_json(report.as_dict())
+        return
+    table = Table(title=f"execute {file}")
+    for column in ("id", "ran", "reproduces", "answer / error"):
+        table.add_column(column, overflow="fold")
+    for item in report.items:
+        shown = item["error"] if not item["ok"] else json.dumps(item["answer"], ensure_ascii=False)[:60]
+        table.add_row(str(item["id"]), "yes" if item["ok"] else "no",
+                      {True: "yes", False: "no", None: "-"}[item["reproduces"]], shown)
+    console.print(table)
+    console.print(" ".join(f"{k}={v}" for k, v in report.summary.items()), highlight=False)
+
+
+# ----------------------------------------------------------------------------------------- pipelines
+@command(epilog="Example:  build-dataset pipelines --file pipelines.yaml --json")
+@user_errors
+def pipelines(
+    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file to read."),
+    check: bool = typer.Option(False, "--check", help="Check each pipeline's whole chain (files, settings, tools, "
+                               "environment, LLM) before anything runs; exit 1 on any problem."),
+    name: Optional[str] = typer.Argument(None, help="Only this pipeline (with --check)."),
+    as_json: bool = typer.Option(False, "--json", help="Print every pipeline's full settings as JSON."),
+) -> None:
+    """List the pipelines declared in pipelines.yaml and their stage settings.
+
+    The file is fully checked: any problem is reported as FILE:LINE: key: message. With --check,
+    each pipeline's chain is checked too: the files its stages read exist, the tool catalog
+    loads, the environment is there, an LLM stage has an llm block and its key."""
+    from fcbench.config import load_pipelines
+
+    config = load_pipelines(file)
+    if check:
+        _check_pipelines(file, config, name, as_json)
+        return
+    if as_json:
+        print_json({"file": str(file), "pipelines": {
+            name: {**pipeline.model_dump(mode="json"), "declared_stages": pipeline.declared_stages()}
+            for name, pipeline in config.pipelines.items()}})
+        return
+    table = Table(title=f"{file}: {len(config.pipelines)} pipelines")
+    for column in ("pipeline", "dataset", "environment", "llm", "seed"):
+        table.add_column(column)
+    for name, pipeline in config.pipelines.items():
+        environment = pipeline.environment.kind if pipeline.environment else "-"
+        llm = pipeline.llm.model if pipeline.llm else "-"
+        table.add_row(name, pipeline.dataset_dir, environment, llm, str(pipeline.seed))
+    console.print(table)
+    for name, pipeline in config.pipelines.items():
+        console.print(_stages_table(name, pipeline))
+
+
+def _check_pipelines(file: Path, config: Any, name: Optional[str], as_json: bool) -> None:
+    from fcbench.pipeline_check import check_pipeline
+
+    chosen = [config.get_pipeline(name)] if name else list(config.pipelines.values())
+    problems = {pipeline.name: [str(p) for p in check_pipeline(pipeline)] for pipeline in chosen}
+    if as_json:
+        print_json({"file": str(file), "ok": not any(problems.values()), "problems": problems})
+    else:
+        for pipeline_name, found in problems.items():
+            print(f"{pipeline_name}: {'ok' if not found else f'{len(found)} problems'}")
+            for line in found:
+                print(f"{file}: {line}", file=sys.stderr)
+    if any(problems.values()):
+        raise typer.Exit(1)
+
+
+def _stages_table(name: str, pipeline: Any) -> Table:
+    """The settings that decide what each stage does; stages left to defaults are marked."""
+    stages = pipeline.stages
+    stage1 = stages.stage1
+    settings = {
+        "stage1": f"{'offline' if stage1.offline else 'llm'}, {stage1.queries} queries, "
+                  f"tool subsets {stage1.tool_subset_sizes}, max {stage1.max_steps} steps",
+        "stage2": f"select {stages.stage2.select}",
+        "stage3": f"{stages.stage3.variants} variants, fill by {stages.stage3.fill}",
+        "filter": f"grounding {stages.filter.grounding}, repeat {stages.filter.repeat}, "
+                  f"{stages.filter.tolerance.mode}",
+        "export": f"split by {stages.export.split}, formats {', '.join(stages.export.formats)}",
+    }
+    declared = set(pipeline.declared_stages())
+    table = Table(title=f"{name}: stages")
+    for column in ("stage", "settings", "source"):
+        table.add_column(column)
+    for stage, text in settings.items():
+        table.add_row(stage, text, "declared" if stage in declared else "default")
+    return table
+
+
+# ------------------------------------------------------------------------------------------------ new
+@command("new", epilog="Example:  build-dataset new my-api --openapi ../shared/external/amadeus/HotelList_v1_swagger_specification.json "
+             "--base-url http://127.0.0.1:4010 --auth-env MY_API_TOKEN\n\n"
+             "(then, with the server up and MY_API_TOKEN set: build-dataset stage1 my-api --record)")
+@user_errors
+def new_command(
+    name: str = typer.Argument(..., help="The new pipeline's name (also its folder datasets/NAME)."),
+    openapi: list[Path] = typer.Option(..., "--openapi", help="An OpenAPI description (Swagger 2.0, OpenAPI 3.0/3.1; "
+                                       "JSON or YAML) or a folder of them; repeatable."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="The server to call, replacing the descriptions' "
+                                           "server URLs."),
+    auth_env: Optional[str] = typer.Option(None, "--auth-env", help="NAME of the environment variable holding the API "
+                                           "token (sent as 'Authorization: Bearer …'; never written anywhere)."),
+    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file to add the pipeline to."),
+    force: bool = typer.Option(False, "--force", help="Write over an existing datasets/NAME folder."),
+    as_json: bool = typer.Option(False, "--json", help="Print the import summary as JSON."),
+) -> None:
+    """Scaffold a benchmark over your own API from its OpenAPI description.
+
+    Writes datasets/NAME/ beside the pipelines file (tools.json: one tool per operation;
+    value_pools.json: slots seeded from enums and examples; import_report.json: import notes and
+    lint-tools findings) and appends a pipeline with an `http` environment to the pipelines file
+    (its comments and order kept). Record responses with `--record` on stage1/filter/run; without
+    it calls are replayed offline from datasets/NAME/recorded.json."""
+    from fcbench.scaffold import scaffold_dataset
+
+    result = scaffold_dataset(name, list(openapi), file, base_url=base_url, auth_env=auth_env, force=force)
+    if as_json:
+        print_json(result.as_dict())
+        return
+    console.print(f"new {name}: {result.tools} tools from {result.files} description(s), {result.slots} value slots "
+                  f"in {result.dataset_dir}; pipeline added to {result.pipelines_file}", highlight=False, soft_wrap=True)
+    errors = [note for note in result.notes if note["severity"] == "error"]
+    for note in errors:
+        console.print(f"[red]error[/red] {note['file']}#{note['pointer']}: {note['message']}", highlight=False, soft_wrap=True)
+    console.print(f"import notes: {len(result.notes)} ({len(errors)} errors); lint-tools findings: "
+                  + (", ".join(f"{code}={count}" for code, count in result.lint.items()) or "none")
+                  + f" (all in {result.dataset_dir}/import_report.json)", highlight=False, soft_wrap=True)

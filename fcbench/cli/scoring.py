@@ -1,0 +1,157 @@
+"""Scoring commands: score (the shared scorer) and evaluate (run a model on a benchmark)."""
+
+from __future__ import annotations
+
+import functools
+
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from fcbench.cli.common import (_count_table, BATCH_HELP, _load_pipeline, app, console, print_json,
+                                user_errors)
+
+PANEL = "Scoring"
+command = functools.partial(app.command, rich_help_panel=PANEL)
+
+
+# --------------------------------------------------------------------------------------------- score
+SCORE_EPILOG = """Examples:
+
+  build-dataset score --metric bfcl --questions BFCL_v4_simple_python.json
+  --answers possible_answer_BFCL_v4_simple_python.json --predictions preds.jsonl --json
+
+  build-dataset score --metric nestful --predictions nestful_0-qwen3-8b-8bit-vanilla.jsonl
+  --tools-module datasets/nestful-math/tools.py --compat
+
+  build-dataset score --metric callnavi --questions Questions/bank.json --predictions runs.jsonl
+
+Inputs per metric:
+
+  bfcl: prediction lines {"id", "category", "result": [{"func": {"arg": value}}]}; --questions and
+  --answers once per category file (irrelevance needs no answers). Items {"id", "valid", "error_type"}.
+
+  nestful: prediction lines {"sample_id", "generated_text" | "calls"}; gold from --gold (NESTful or
+  fcbench lines) or the line's own "output"/"gold_answer"; --tools-module executes the predicted
+  sequences for the win rate. Items {"sample_id", "win", "full_match"}.
+
+  callnavi: prediction lines {"id", "output"} (raw model text or parsed answer) with --questions
+  Questions/<domain>.json; several lines with one id are repeated runs (stability scores).
+
+  complexeval: saved trajectories {"id", "turns": [[{"name", "arguments"}, ...], ..., "final text"]}
+  against --gold samples (any format, --from); summary in ComplexFuncBench's Table 2 shape.
+
+  confetti: prediction lines {"id", "result": [{"func": {"arg": value}}]} and/or {"id",
+  "dialog_acts": [...]} against --gold (e.g. the CONFETTI ground truth with --from confetti)."""
+
+
+@command(epilog=SCORE_EPILOG)
+@user_errors
+def score(
+    metric: str = typer.Option(..., "--metric", help="bfcl, nestful, callnavi, complexeval or confetti."),
+    predictions: Path = typer.Option(..., "--predictions", help="Model predictions, one JSON object per line."),
+    questions: list[Path] = typer.Option([], "--questions", help="BFCL question file / CallNavi Questions file (repeatable)."),
+    answers: list[Path] = typer.Option([], "--answers", help="BFCL possible-answer file (repeatable)."),
+    gold: Optional[Path] = typer.Option(None, "--gold", help="Gold file (nestful, complexeval, confetti)."),
+    gold_format: str = typer.Option("fcbench", "--from", help="Format of --gold for complexeval/confetti."),
+    tools_module: Optional[Path] = typer.Option(None, "--tools-module", help="NESTful: Python tools to execute for win rate."),
+    compat: bool = typer.Option(False, "--compat", help="Reproduce the published reference scorer exactly."),
+    as_json: bool = typer.Option(False, "--json", help="Print {metric, summary, items} as one JSON object."),
+) -> None:
+    """Grade model predictions with the shared scorer.
+
+    The JSON output is {metric, summary, items}; item i is the verdict for prediction line i."""
+    from fcbench import scoring
+
+    request = scoring.ScoreRequest(predictions, tuple(questions), tuple(answers), gold, gold_format, tools_module, compat)
+    result = scoring.score_files(metric, request)
+    if as_json:
+        print_json(result.as_dict())
+        return
+    console.print(f"{metric}{' (compat)' if compat else ''}: {predictions}", highlight=False, soft_wrap=True)
+    table = Table()
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    for key, value in result.summary.items():
+        if isinstance(value, dict):
+            value = ", ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in value.items())
+        table.add_row(key, f"{value:.4f}" if isinstance(value, float) else str(value))
+    console.print(table)
+
+
+# ------------------------------------------------------------------------------------------ evaluate
+@command(
+    epilog=(
+        "Examples:\n\n"
+        "  build-dataset evaluate travel --model gpt-4o-mini --split test\n\n"
+        "  build-dataset evaluate travel --model Qwen/Qwen2.5-7B-Instruct --base-url http://127.0.0.1:8000/v1 "
+        "--limit 50 --json\n\n"
+        "  build-dataset evaluate travel --model m --input datasets/travel/build/validated.jsonl"
+    )
+)
+@user_errors
+def evaluate(
+    pipeline: str = typer.Argument(..., help="A pipeline declared in pipelines.yaml."),
+    model: str = typer.Option(..., "--model", help="The model to evaluate (as the endpoint names it)."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (default: the "
+                                           "pipeline's llm.base_url, else $OPENAI_BASE_URL)."),
+    split: str = typer.Option("test", "--split", help="The exported split (build/export/data/<split>-*.parquet)."),
+    input_file: Optional[Path] = typer.Option(None, "--input", help="Evaluate this canonical JSONL file instead "
+                                              "of the exported split."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Evaluate only the first N samples."),
+    extra_turns: int = typer.Option(3, "--extra-turns", min=1, help="Model turns allowed per sample beyond its "
+                                    "gold steps (final answer and corrections) before it is cut off."),
+    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
+    batch: bool = typer.Option(False, "--batch", help=BATCH_HELP),
+    as_json: bool = typer.Option(False, "--json", help='Print {"model", "scores", "trajectories"} as JSON.'),
+) -> None:
+    """Run a model on an exported benchmark with ComplexFuncBench's ComplexEval protocol, then score it.
+
+    Tools are passed natively; each turn's tool calls are answered with the gold responses when
+    they match the current gold step, with ComplexEval's format message or a fixed error otherwise.
+    Sampling settings, concurrency and the key variable (llm.api_key_env) come from the pipeline's
+    llm block. Writes build/eval/<model>/trajectories.jsonl (one line per sample as it finishes)
+    and build/eval/<model>/scores.json (per-domain success rate, call accuracy, completeness,
+    correctness, error taxonomy, per-parameter-type error rates). A re-run after a kill resumes:
+    finished samples are skipped and answered turns are replayed from the request cache."""
+    from rich.progress import Progress
+
+    from fcbench.evaluate.runner import evaluate_pipeline
+
+    config = _load_pipeline(pipeline, file)
+    with Progress(console=Console(stderr=True), transient=True, disable=as_json) as progress:
+        task = progress.add_task(f"evaluate {model}", total=None)
+        result = evaluate_pipeline(config, model, base_url=base_url, split=split, input_file=input_file,
+                                   limit=limit, extra_turns=extra_turns, batch=batch,
+                                   progress=lambda done, total: progress.update(task, completed=done, total=total))
+    if as_json:
+        print_json(result.as_dict())
+        return
+    _print_evaluation(result)
+
+
+def _print_evaluation(result: Any) -> None:
+    scores = result.scores
+    console.print(f"evaluate {result.model}: {result.samples} samples from {result.source} "
+                  f"({result.ran} run, {result.reused} reused from an earlier run)", highlight=False, soft_wrap=True)
+    table = Table(title="ComplexEval per domain")
+    for column in ("domain", "samples", "success rate", "call accuracy", "completeness", "correctness"):
+        table.add_column(column, justify="left" if column == "domain" else "right")
+    rows = [*scores.get("by_domain", {}).items(), ("overall", scores)]
+    for domain, figures in rows:
+        table.add_row(domain, str(figures["n"]), f"{figures['success_rate']:.3f}", f"{figures['call_accuracy']:.3f}",
+                      f"{figures['completeness']:.2f}", f"{figures['correctness']:.2f}")
+    console.print(table)
+    console.print(_count_table("failed samples by error", "error", scores.get("errors", {})))
+    rates = scores.get("param_type_error_rate", {})
+    if rates:
+        console.print("parameter error rate: " + ", ".join(f"{kind}={rate:.3f}" for kind, rate in rates.items()),
+                      highlight=False, soft_wrap=True)
+    for reason, count in result.not_evaluated.items():
+        print(f"warning: {count} samples not evaluated ({reason}); see {result.rejects_path}", file=sys.stderr)
+    console.print(f"trajectories: {result.trajectories_path}\nscores:       {result.scores_path}", highlight=False,
+                  soft_wrap=True)
