@@ -126,7 +126,7 @@ def stage2_push(
 
 
 @stage2_app.command("pull", epilog="Examples:\n\n  build-dataset stage2 pull travel --send-back\n\n"
-                    "  build-dataset stage2 pull travel --from-export project-1-at-2025-01-01.json\n\n" + CONNECTION_HELP)
+                    "  build-dataset stage2 pull travel --from-export datasets/travel/annotations/stage2_export.json\n\n" + CONNECTION_HELP)
 @user_errors
 def stage2_pull(
     pipeline: str = typer.Argument(..., help="A pipeline declared in pipelines.yaml."),

@@ -37,9 +37,9 @@ class _PipelineOrder(TyperGroup):
 
 TOP_LEVEL_EXAMPLES = """Examples:
 
-  build-dataset run travel --offline        every automatic stage on the bundled example
+  build-dataset run travel --offline   (every automatic stage on the bundled example)
 
-  build-dataset pipelines --check           check every declared pipeline before running anything
+  build-dataset pipelines --check   (check every declared pipeline before running anything)
 
   build-dataset convert ../shared/external/nestful/toy_data.jsonl --from nestful --to fcbench -o toy.jsonl
 

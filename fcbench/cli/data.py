@@ -24,8 +24,8 @@ command = functools.partial(app.command, rich_help_panel=PANEL)
 @command(
     epilog=(
         "Examples:\n\n"
-        "  build-dataset convert BFCL_v4_simple_python.json --from bfcl "
-        "--answers possible_answer_BFCL_v4_simple_python.json --to fcbench -o simple.jsonl\n\n"
+        "  build-dataset convert ../shared/external/bfcl/BFCL_v4_simple_python.json --from bfcl "
+        "--answers ../shared/external/bfcl/possible_answer_BFCL_v4_simple_python.json --to fcbench -o simple.jsonl\n\n"
         "  build-dataset convert simple.jsonl --from fcbench --to bfcl -o q.json --answers-out a.json"
     )
 )
@@ -97,7 +97,7 @@ def validate(
     epilog=(
         "Examples:\n\n"
         "  build-dataset stats datasets/travel/build/validated.jsonl\n\n"
-        "  build-dataset stats Questions/bank.json --from callnavi --tools APISchema/bank.json --json"
+        "  build-dataset stats ../shared/external/callnavi/Questions/bank.json --from callnavi --tools ../shared/external/callnavi/APISchema/bank.json --json"
     )
 )
 @user_errors

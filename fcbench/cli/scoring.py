@@ -22,13 +22,11 @@ command = functools.partial(app.command, rich_help_panel=PANEL)
 # --------------------------------------------------------------------------------------------- score
 SCORE_EPILOG = """Examples:
 
-  build-dataset score --metric bfcl --questions BFCL_v4_simple_python.json
-  --answers possible_answer_BFCL_v4_simple_python.json --predictions preds.jsonl --json
+  build-dataset score --metric bfcl --questions ../shared/external/bfcl/BFCL_v4_simple_python.json --answers ../shared/external/bfcl/possible_answer_BFCL_v4_simple_python.json --predictions tests/data/predictions/bfcl_simple_python.jsonl --json
 
-  build-dataset score --metric nestful --predictions nestful_0-qwen3-8b-8bit-vanilla.jsonl
-  --tools-module datasets/nestful-math/tools.py --compat
+  build-dataset score --metric nestful --predictions ../shared/external/nestful/predictions/nestful_0-qwen3-8b-8bit-vanilla.jsonl --tools-module datasets/nestful-math/tools.py --compat
 
-  build-dataset score --metric callnavi --questions Questions/bank.json --predictions runs.jsonl
+  build-dataset score --metric callnavi --questions ../shared/external/callnavi/Questions/bank.json --predictions tests/data/predictions/callnavi_bank_runs.jsonl
 
 Inputs per metric:
 

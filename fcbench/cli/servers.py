@@ -102,9 +102,9 @@ def studio_status(
     epilog=(
         "Examples:\n\n"
         "  build-dataset mock-llm --port 8765 --latency-ms 200\n\n"
-        "  build-dataset mock-llm --script replies.jsonl   "
+        "  build-dataset mock-llm --script tests/data/mock_replies.jsonl   "
         "(then: export OPENAI_BASE_URL=<the printed URL>)\n\n"
-        '  replies.jsonl lines look like {"user_contains": "weather", "tool_calls": '
+        '  script lines look like {"user_contains": "weather", "tool_calls": '
         '[{"name": "get_weather", "arguments": {"city": "Paris"}}]} or {"call": 2, "status": 429, "retry_after": 1}'
     ),
 )
