@@ -9,12 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fcbench.context import CANDIDATES, FILLED_CANDIDATES
+from fcbench.context import CANDIDATES, DRAFTS, FILLED_CANDIDATES, TEMPLATES, VALIDATED
 from fcbench.answers import ExecutionFailed
 from fcbench.config import PipelineConfig
 from fcbench.errors import UserError
 from fcbench.formats import FormatOptions, Rejected, read_samples
 from fcbench.sample import Sample
+from fcbench.stage import PipelineContext, Stage, StageSummary
 
 
 def filter_input_path(pipeline: PipelineConfig) -> Path:
@@ -155,36 +156,77 @@ def annotation_export(pipeline: PipelineConfig) -> Path:
     return path
 
 
-def run_pipeline(pipeline: PipelineConfig, offline: bool = False, progress=None) -> RunResult:
-    """`build-dataset run PIPELINE`: every automatic stage in order — stage1 drafts, the annotators'
-    stage2 work read from a Label Studio export, stage3 variants, filter, export, report. Each stage
-    reads the previous stage's file and writes its own, so a stage can also be re-run alone."""
-    from annotate.stage2 import run_stage2_pull
-    from fcbench.export import run_export_stage
-    from fcbench.report import write_report
+def _split_summary(stage: str, summary: dict[str, Any]) -> StageSummary:
+    rest = {k: v for k, v in summary.items() if k not in ("counts", "reasons", "outputs")}
+    return StageSummary(stage, dict(summary.get("counts") or {}), dict(summary.get("reasons") or {}),
+                        dict(summary.get("outputs") or {}), rest)
+
+
+def _stage1(ctx: PipelineContext) -> StageSummary:
     from generate.stage1 import run_stage1
+
+    offline = not ctx.uses_llm or ctx.config.stages.stage1.offline
+    return _split_summary("stage1", run_stage1(ctx.config, offline=offline).summary)
+
+
+def _stage2_from_export(ctx: PipelineContext) -> StageSummary:
+    from annotate.stage2 import run_stage2_pull
+
+    pulled = run_stage2_pull(ctx.config, from_export=annotation_export(ctx.config))
+    return StageSummary("stage2", pulled.counts, pulled.reasons, pulled.outputs, {"source": pulled.source})
+
+
+def _stage3(ctx: PipelineContext) -> StageSummary:
     from generate.stage3 import run_stage3
 
-    def step(name: str) -> None:
-        if progress is not None:
-            progress(name)
+    return _split_summary("stage3", run_stage3(ctx.config, offline=not ctx.uses_llm).summary)
 
+
+def _filter(ctx: PipelineContext) -> StageSummary:
+    filtered = run_filter_stage(ctx.config, offline=not ctx.uses_llm)
+    return StageSummary("filter", filtered.counts, filtered.reasons, filtered.outputs)
+
+
+def _export(ctx: PipelineContext) -> StageSummary:
+    from fcbench.export import run_export_stage
+
+    exported = run_export_stage(ctx.config)
+    return StageSummary("export", {"exported": exported.exported, "rejected": exported.rejected}, exported.reasons,
+                        exported.outputs, {"exported": exported.exported, "splits": exported.splits,
+                                           "rejected": exported.rejected})
+
+
+def _report(ctx: PipelineContext) -> StageSummary:
+    from fcbench.report import write_report
+
+    files = write_report(ctx.build_dir, title=ctx.config.name)
+    return StageSummary("report", outputs={"report": str(files.html), "report_json": str(files.json)})
+
+
+# The automatic stages in pipeline order, each with the files it reads and writes (under the build
+# folder unless a pipelines.yaml key names them); `run` composes exactly these.
+STAGES: tuple[Stage, ...] = (
+    Stage("stage1", reads=("tools", "environment", "stages.stage3.value_pools"), writes=(DRAFTS,), run=_stage1),
+    Stage("stage2", reads=(DRAFTS, "stages.stage2.export_file"), writes=(TEMPLATES,), run=_stage2_from_export),
+    Stage("stage3", reads=(TEMPLATES, "stages.stage3.value_pools"), writes=(CANDIDATES,), run=_stage3),
+    Stage("filter", reads=(CANDIDATES,), writes=(VALIDATED,), run=_filter),
+    Stage("export", reads=(VALIDATED,), writes=("export/",), run=_export),
+    Stage("report", reads=(DRAFTS, TEMPLATES, CANDIDATES, VALIDATED, "export/"), writes=("report.html", "report.json"),
+          run=_report),
+)
+
+
+def run_pipeline(pipeline: PipelineConfig, offline: bool = False, progress=None) -> RunResult:
+    """`build-dataset run PIPELINE`: every automatic stage of STAGES in order: stage1 drafts, the
+    annotators' stage2 work read from a Label Studio export, stage3 variants, filter, export,
+    report. Each stage reads the previous stage's file and writes its own, so a stage can also be
+    re-run alone."""
+    ctx = PipelineContext(pipeline, offline=offline)
     result = RunResult(pipeline.name, "", "")
-    offline = offline or pipeline.llm is None
-    step("stage1")
-    result.stages["stage1"] = run_stage1(pipeline, offline=offline or pipeline.stages.stage1.offline).summary
-    step("stage2")
-    pulled = run_stage2_pull(pipeline, from_export=annotation_export(pipeline))
-    result.stages["stage2"] = {"source": pulled.source, "counts": pulled.counts, "reasons": pulled.reasons}
-    step("stage3")
-    result.stages["stage3"] = run_stage3(pipeline, offline=offline).summary
-    step("filter")
-    filtered = run_filter_stage(pipeline, offline=offline)
-    result.stages["filter"] = {"counts": filtered.counts, "reasons": filtered.reasons}
-    step("export")
-    exported = run_export_stage(pipeline)
-    result.stages["export"] = {"exported": exported.exported, "splits": exported.splits, "rejected": exported.rejected}
-    result.export = exported.outputs["export"]
-    step("report")
-    result.report = str(write_report(pipeline.build_dir, title=pipeline.name).html)
+    for stage in STAGES:
+        if progress is not None:
+            progress(stage.name)
+        result.stages[stage.name] = stage.run(ctx).as_dict()
+    result.export = result.stages["export"]["outputs"]["export"]
+    result.report = result.stages["report"]["outputs"]["report"]
     return result

@@ -35,7 +35,7 @@ def test_run_travel_offline_produces_a_loadable_export_and_a_report(tmp_path, mo
     export, report = Path(out["export"]), Path(out["report"])
     assert report.is_file() and report.with_suffix(".json").is_file()
     assert "<img" in report.read_text()
-    assert set(out["stages"]) == {"stage1", "stage2", "stage3", "filter", "export"}
+    assert list(out["stages"]) == ["stage1", "stage2", "stage3", "filter", "export", "report"]  # STAGES, in order
     assert out["stages"]["stage1"]["counts"]["drafts"] == 40
     # the bundled export holds annotated, rejected, cancelled and pending tasks: only gold comes through
     assert out["stages"]["stage2"]["counts"]["gold"] >= 3 and out["stages"]["stage2"]["counts"]["rejected"] >= 1

@@ -1,0 +1,60 @@
+"""The stage contract: every automatic stage is one function `run(ctx) -> StageSummary` over a
+`PipelineContext`, declaring the build files it reads and writes (as distilabel's steps declare
+their columns). `build-dataset run` composes the declared stages in order (fcbench.pipeline), and
+the same declarations let `pipelines --check` and a reader see the whole chain without running it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from fcbench.config import PipelineConfig
+from fcbench.context import pipeline_catalog
+from fcbench.sample import Tool
+
+
+@dataclass(frozen=True)
+class PipelineContext:
+    """One pipeline's settings and how this run treats them, resolved once and handed to every
+    stage: the configuration, the catalog (read once), and whether the LLM may be used."""
+
+    config: PipelineConfig
+    offline: bool = False  # no LLM at all (graph sampler, slot substitution, execution-only filter)
+
+    @property
+    def build_dir(self) -> Path:
+        return self.config.build_dir
+
+    @property
+    def catalog(self) -> list[Tool] | None:
+        return pipeline_catalog(self.config)
+
+    @property
+    def uses_llm(self) -> bool:
+        return not self.offline and self.config.llm is not None
+
+
+@dataclass
+class StageSummary:
+    """What every stage reports, in one shape: counts, reject reasons, the files it wrote, and the
+    stage's own details."""
+
+    stage: str
+    counts: dict[str, int] = field(default_factory=dict)
+    reasons: dict[str, int] = field(default_factory=dict)
+    outputs: dict[str, str] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"stage": self.stage, "counts": self.counts, "reasons": self.reasons, "outputs": self.outputs,
+                **self.details}
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    reads: tuple[str, ...]  # build files (or pipelines.yaml keys naming files) it reads
+    writes: tuple[str, ...]  # build files it writes; no stage writes a file another stage writes
+    run: Callable[[PipelineContext], StageSummary]
