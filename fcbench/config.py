@@ -235,6 +235,9 @@ class PipelineConfig(_Config):
     license: str | None = None
     domains: list[str] = Field(default_factory=list)
     tools: str | None = None  # tool catalog file, any shape `fcbench.catalog.load_tools_file` reads
+    # a stage keeps its previous output when the new one has fewer samples than this share of it
+    # (fcbench.output_guard; --force replaces it anyway)
+    min_output_share: float = Field(0.5, ge=0, le=1)
     environment: EnvironmentConfig | None = None
     llm: LLMConfig | None = None
     stages: StagesConfig = Field(default_factory=StagesConfig)

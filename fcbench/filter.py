@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
@@ -31,6 +31,7 @@ from fcbench.environments import Environment
 from fcbench.execution import execute_gold_paths
 from fcbench.formats import Rejected
 from fcbench.jsonl import dumps_line, iter_json_lines, write_json, write_json_lines
+from fcbench.output_guard import guard_output
 from fcbench.sample import Sample, sample_to_dict
 from fcbench.verdicts import (DECIDE_AGAIN_ON_RERUN, UNDECIDED_SEMANTIC, FilterCategory, Verdict, comparison_of,
                               execution_verdict, static_verdict)
@@ -52,6 +53,7 @@ class FilterSummary:
     grounding_reported: int  # kept samples carrying an ungrounded-value note
     grounding_notes: dict[str, list[str]]  # those notes, by sample id
     outputs: dict[str, str]
+    output_guard: dict[str, Any] = field(default_factory=dict)  # what this run replaced (fcbench.output_guard)
     resumed: int = 0  # decisions taken from the journal of an interrupted run
 
     def as_dict(self) -> dict[str, Any]:
@@ -97,7 +99,8 @@ def _batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
 
 def run_filter(items: Iterable[Sample | Rejected], environment: Environment, settings: FilterConfig,
                paths: FilterPaths, input_name: str, batch_size: int = BATCH_SIZE,
-               semantic_check: SemanticCheck | None = None) -> FilterSummary:
+               semantic_check: SemanticCheck | None = None, force: bool = False,
+               min_output_share: float = 0.5) -> FilterSummary:
     items = list(items)
     settings_key = settings.model_dump_json() + ("+semantic" if semantic_check else "")
     keys = [_content_key(sample_to_dict(item) if isinstance(item, Sample) else [item.source, item.raw], settings_key)
@@ -114,8 +117,11 @@ def run_filter(items: Iterable[Sample | Rejected], environment: Environment, set
                 journal.write(dumps_line(entry) + "\n")
             journal.flush()
     entries = [done[key] for key in keys]
-    write_json_lines(paths.validated, (entry["sample"] for entry in entries if entry["verdict"]["category"] == "passed"))
-    write_json_lines(paths.rejects, (
+    kept = sum(entry["verdict"]["category"] == "passed" for entry in entries)
+    guarded = guard_output(paths.validated, kept, force=force, min_share=min_output_share)
+    write_json_lines(guarded.path(paths.validated),
+                     (entry["sample"] for entry in entries if entry["verdict"]["category"] == "passed"))
+    write_json_lines(guarded.path(paths.rejects), (
         {**{k: entry["verdict"][k] for k in ("id", "category", "reason", "detail")}, "sample": entry["sample"]}
         for entry in entries if entry["verdict"]["category"] != "passed"))
     verdicts = [Verdict.from_json(entry["verdict"]) for entry in entries]
@@ -127,11 +133,13 @@ def run_filter(items: Iterable[Sample | Rejected], environment: Environment, set
         reasons=dict(sorted(Counter(v.reason for v in verdicts if v.reason).items())),
         grounding_reported=sum(1 for v in verdicts if v.kept and v.notes),
         grounding_notes={v.id: v.notes for v in verdicts if v.kept and v.notes},
-        outputs={"validated": str(paths.validated), "rejects": str(paths.rejects)},
+        outputs={"validated": str(guarded.path(paths.validated)), "rejects": str(guarded.path(paths.rejects))},
+        output_guard=guarded.summary(),
     )
-    write_json(paths.summary, summary.as_dict(), indent=2)
+    write_json(guarded.path(paths.summary), summary.as_dict(), indent=2)
     paths.journal.unlink(missing_ok=True)  # the outputs now hold every decision
     summary.resumed = resumed
+    guarded.finish()
     return summary
 
 

@@ -29,10 +29,12 @@ def filter_input_path(pipeline: PipelineConfig) -> Path:
     return pipeline.build_dir / CANDIDATES
 
 
-def run_filter_stage(pipeline: PipelineConfig, input_file: Path | None = None, offline: bool = False):
+def run_filter_stage(pipeline: PipelineConfig, input_file: Path | None = None, offline: bool = False,
+                     force: bool = False):
     """`build-dataset filter PIPELINE`: filter the candidates (or `input_file`) into
     validated.jsonl + validated.rejects.jsonl + filter.summary.json under the build folder.
-    With `llm:` configured (and not `offline`), the LLM's semantic check runs last."""
+    With `llm:` configured (and not `offline`), the LLM's semantic check runs last. A result much
+    smaller than the previous validated file keeps it (fcbench.output_guard) unless `force`."""
     from fcbench.environments.from_config import open_environment
     from fcbench.filter import FilterPaths, run_filter
 
@@ -40,11 +42,15 @@ def run_filter_stage(pipeline: PipelineConfig, input_file: Path | None = None, o
     if not source.is_file():
         raise UserError(f"{source}: no such file (the filter reads the previous stage's output; "
                         f"set stages.filter.input or pass --input)")
+    paths = FilterPaths.in_dir(pipeline.build_dir)
+    if source.resolve() in (paths.validated.resolve(), paths.rejects.resolve()):
+        raise UserError(f"{source}: the filter writes this file; it cannot also read it (give the candidates)")
     items = list(read_samples(source, "fcbench"))
     samples = [item for item in items if isinstance(item, Sample)]
     with open_environment(pipeline, samples) as environment:
-        return run_filter(items, environment, pipeline.stages.filter, FilterPaths.in_dir(pipeline.build_dir),
-                          str(source), semantic_check=_semantic_check(pipeline, offline))
+        return run_filter(items, environment, pipeline.stages.filter, paths, str(source),
+                          semantic_check=_semantic_check(pipeline, offline), force=force,
+                          min_output_share=pipeline.min_output_share)
 
 
 def _semantic_check(pipeline: PipelineConfig, offline: bool):
@@ -166,7 +172,7 @@ def _stage1(ctx: PipelineContext) -> StageSummary:
     from generate.stage1 import run_stage1
 
     offline = not ctx.uses_llm or ctx.config.stages.stage1.offline
-    return _split_summary("stage1", run_stage1(ctx.config, offline=offline).summary)
+    return _split_summary("stage1", run_stage1(ctx.config, offline=offline, force=ctx.force).summary)
 
 
 def _stage2_from_export(ctx: PipelineContext) -> StageSummary:
@@ -179,11 +185,11 @@ def _stage2_from_export(ctx: PipelineContext) -> StageSummary:
 def _stage3(ctx: PipelineContext) -> StageSummary:
     from generate.stage3 import run_stage3
 
-    return _split_summary("stage3", run_stage3(ctx.config, offline=not ctx.uses_llm).summary)
+    return _split_summary("stage3", run_stage3(ctx.config, offline=not ctx.uses_llm, force=ctx.force).summary)
 
 
 def _filter(ctx: PipelineContext) -> StageSummary:
-    filtered = run_filter_stage(ctx.config, offline=not ctx.uses_llm)
+    filtered = run_filter_stage(ctx.config, offline=not ctx.uses_llm, force=ctx.force)
     return StageSummary("filter", filtered.counts, filtered.reasons, filtered.outputs)
 
 
@@ -216,12 +222,12 @@ STAGES: tuple[Stage, ...] = (
 )
 
 
-def run_pipeline(pipeline: PipelineConfig, offline: bool = False, progress=None) -> RunResult:
+def run_pipeline(pipeline: PipelineConfig, offline: bool = False, progress=None, force: bool = False) -> RunResult:
     """`build-dataset run PIPELINE`: every automatic stage of STAGES in order: stage1 drafts, the
     annotators' stage2 work read from a Label Studio export, stage3 variants, filter, export,
     report. Each stage reads the previous stage's file and writes its own, so a stage can also be
     re-run alone."""
-    ctx = PipelineContext(pipeline, offline=offline)
+    ctx = PipelineContext(pipeline, offline=offline, force=force)
     result = RunResult(pipeline.name, "", "")
     for stage in STAGES:
         if progress is not None:

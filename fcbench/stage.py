@@ -22,6 +22,7 @@ class PipelineContext:
 
     config: PipelineConfig
     offline: bool = False  # no LLM at all (graph sampler, slot substitution, execution-only filter)
+    force: bool = False  # replace outputs even when the new result is much smaller (fcbench.output_guard)
 
     @property
     def build_dir(self) -> Path:

@@ -31,6 +31,7 @@ from fcbench.errors import UserError
 from fcbench.json_values import json_leaves_with_paths
 from fcbench.jsonl import write_json, write_json_lines
 from fcbench.llm.prompts import PromptFile
+from fcbench.output_guard import guard_output
 from fcbench.references import format_reference
 from fcbench.sample import Call, Provenance, Sample, Tool, path_shape, sample_to_dict
 from fcbench.validate import validate_record
@@ -72,8 +73,10 @@ class _Reject(Exception):
 
 
 # --------------------------------------------------------------------------------- the stage
-def run_stage1(pipeline: PipelineConfig, offline: bool = False, environment: Environment | None = None) -> Stage1Result:
-    """Generate the drafts and write the stage files. `environment`: an open one (tests), else the pipeline's."""
+def run_stage1(pipeline: PipelineConfig, offline: bool = False, environment: Environment | None = None,
+               force: bool = False) -> Stage1Result:
+    """Generate the drafts and write the stage files. `environment`: an open one (tests), else the pipeline's.
+    A result much smaller than the previous drafts keeps them (fcbench.output_guard) unless `force`."""
     tools = _catalog(pipeline)
     use_llm = not (offline or pipeline.stages.stage1.offline or pipeline.llm is None)
     pools = _value_pools(pipeline, required=not use_llm)
@@ -86,10 +89,14 @@ def run_stage1(pipeline: PipelineConfig, offline: bool = False, environment: Env
     else:
         result = _generate(pipeline, tools, graph, pools, environment, use_llm)
     paths = Stage1Paths.in_dir(pipeline.build_dir)
-    write_json_lines(paths.drafts, (sample_to_dict(draft) for draft in result.drafts))
-    write_json_lines(paths.rejects, result.rejects)
-    result.summary["outputs"] = {"drafts": str(paths.drafts), "rejects": str(paths.rejects), "summary": str(paths.summary)}
-    write_json(paths.summary, result.summary, indent=2)
+    guarded = guard_output(paths.drafts, len(result.drafts), force=force, min_share=pipeline.min_output_share)
+    write_json_lines(guarded.path(paths.drafts), (sample_to_dict(draft) for draft in result.drafts))
+    write_json_lines(guarded.path(paths.rejects), result.rejects)
+    result.summary["outputs"] = {"drafts": str(guarded.path(paths.drafts)), "rejects": str(guarded.path(paths.rejects)),
+                                 "summary": str(guarded.path(paths.summary))}
+    result.summary["output_guard"] = guarded.summary()
+    write_json(guarded.path(paths.summary), result.summary, indent=2)
+    guarded.finish()
     return result
 
 

@@ -43,6 +43,7 @@ from fcbench.references import parse_reference
 from fcbench.sample import Call, Provenance, Sample, sample_to_dict
 from generate.slots import ValuePools, load_value_pools, slot_value_problem, substitute_slots, user_query
 from fcbench.llm.prompts import PromptFile
+from fcbench.output_guard import guard_output
 from generate.common import PROMPTS, parse_query, value_pools_path
 
 REWRITE_PROMPT = PROMPTS / "stage3_rewrite.txt"
@@ -220,8 +221,11 @@ def templates_path(pipeline: PipelineConfig, from_file: Path | None) -> Path:
 
 
 def run_stage3(pipeline: PipelineConfig, offline: bool = False, from_file: Path | None = None,
-               environment: Environment | None = None) -> Stage3Result:
+               environment: Environment | None = None, force: bool = False) -> Stage3Result:
     source = templates_path(pipeline, from_file)
+    paths = Stage3Paths.in_dir(pipeline.build_dir)
+    if source.resolve() in (paths.candidates.resolve(), paths.rejects.resolve()):
+        raise UserError(f"{source}: stage3 writes this file; it cannot also read it (give the templates)")
     items = list(read_samples(source, "fcbench"))
     templates = [item for item in items if isinstance(item, Sample)]
     unreadable = [{"id": str(item.source), "reason": "stage3.unreadable_template", "detail": item.reason, "raw": item.raw}
@@ -250,12 +254,15 @@ def run_stage3(pipeline: PipelineConfig, offline: bool = False, from_file: Path 
     else:
         outcome, llm_summary = _generate(pipeline, templates, pools, environment, use_llm)
     outcome.rejects = unreadable + outcome.rejects
-    paths = Stage3Paths.in_dir(pipeline.build_dir)
-    write_json_lines(paths.candidates, (sample_to_dict(candidate) for candidate in outcome.candidates))
-    write_json_lines(paths.rejects, outcome.rejects)
+    guarded = guard_output(paths.candidates, len(outcome.candidates), force=force, min_share=pipeline.min_output_share)
+    write_json_lines(guarded.path(paths.candidates), (sample_to_dict(candidate) for candidate in outcome.candidates))
+    write_json_lines(guarded.path(paths.rejects), outcome.rejects)
     summary = _summary(pipeline, source, templates, outcome, use_llm, llm_summary)
-    summary["outputs"] = {"candidates": str(paths.candidates), "rejects": str(paths.rejects), "summary": str(paths.summary)}
-    write_json(paths.summary, summary, indent=2)
+    summary["outputs"] = {"candidates": str(guarded.path(paths.candidates)), "rejects": str(guarded.path(paths.rejects)),
+                          "summary": str(guarded.path(paths.summary))}
+    summary["output_guard"] = guarded.summary()
+    write_json(guarded.path(paths.summary), summary, indent=2)
+    guarded.finish()
     return Stage3Result(outcome.candidates, outcome.rejects, summary)
 
 

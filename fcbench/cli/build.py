@@ -11,7 +11,7 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
-from fcbench.cli.common import (_count_table, BATCH_HELP, CONNECTION_HELP, RECORD_HELP, _load_pipeline, app, console, print_json,
+from fcbench.cli.common import (FORCE_HELP, exit_if_nothing_kept, _count_table, BATCH_HELP, CONNECTION_HELP, RECORD_HELP, _load_pipeline, app, console, print_json,
                                 user_errors)
 from fcbench.errors import UserError
 
@@ -45,6 +45,7 @@ def stage1_command(
     offline: bool = typer.Option(False, "--offline", help="Use the graph sampler even when an LLM is configured."),
     record: bool = typer.Option(False, "--record", help=RECORD_HELP),
     batch: bool = typer.Option(False, "--batch", help=BATCH_HELP),
+    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Coarse generation: sample tool subsets, write queries and draft their call paths.
@@ -55,8 +56,11 @@ def stage1_command(
     Writes build/drafts.jsonl, build/drafts.rejects.jsonl and build/stage1.summary.json."""
     from generate.stage1 import run_stage1
 
-    result = run_stage1(_load_pipeline(pipeline, file, record, batch), offline=offline)
+    result = run_stage1(_load_pipeline(pipeline, file, record, batch), offline=offline, force=force)
     _print_generation_summary(f"stage1 {pipeline}", result.summary, as_json)
+    counts = result.summary.get("counts", {})
+    exit_if_nothing_kept(counts.get("drafts", 0) + counts.get("rejected", 0), counts.get("drafts", 0), "draft attempt",
+                         "rejected")
 
 
 # ----------------------------------------------------------------------------- stage2 (senior, Label Studio)
@@ -204,6 +208,7 @@ def stage3_run(
     from_file: Optional[Path] = typer.Option(None, "--input", help="Templates to generalize instead of build/templates.jsonl."),
     record: bool = typer.Option(False, "--record", help=RECORD_HELP),
     batch: bool = typer.Option(False, "--batch", help=BATCH_HELP),
+    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Generalization: N query variants per gold template along the template's call path.
@@ -214,8 +219,11 @@ def stage3_run(
     failures go to build/candidates.rejects.jsonl. Writes build/candidates.jsonl and build/stage3.summary.json."""
     from generate.stage3 import run_stage3
 
-    result = run_stage3(_load_pipeline(pipeline, file, record, batch), offline=offline, from_file=from_file)
+    result = run_stage3(_load_pipeline(pipeline, file, record, batch), offline=offline, from_file=from_file, force=force)
     _print_generation_summary(f"stage3 run {pipeline}", result.summary, as_json)
+    counts = result.summary.get("counts", {})
+    exit_if_nothing_kept(counts.get("candidates", 0) + counts.get("rejected", 0), counts.get("candidates", 0),
+                         "variant", "rejected")
 
 
 # ------------------------------------------------------------------------------------------- filter
@@ -229,6 +237,7 @@ def filter_command(
     offline: bool = typer.Option(False, "--offline", help="Skip the LLM's semantic check even if `llm:` is set."),
     record: bool = typer.Option(False, "--record", help=RECORD_HELP),
     batch: bool = typer.Option(False, "--batch", help=BATCH_HELP),
+    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Keep the candidates whose gold path is well formed, grounded, executes and reproduces.
@@ -241,10 +250,16 @@ def filter_command(
     build/filter.summary.json; a killed run resumes where it stopped."""
     from fcbench.pipeline import run_filter_stage
 
-    summary = run_filter_stage(_load_pipeline(pipeline, file, record, batch), input_file, offline=offline)
+    config = _load_pipeline(pipeline, file, record, batch)
+    summary = run_filter_stage(config, input_file, offline=offline, force=force)
     if as_json:
         print_json(summary.as_dict())
-        return
+    else:
+        _print_filter_summary(pipeline, summary, config.stages.filter.grounding)
+    exit_if_nothing_kept(summary.total, summary.counts.get("passed", 0), "candidate", "rejected by the filter")
+
+
+def _print_filter_summary(pipeline: str, summary: Any, grounding: str) -> None:
     console.print(f"filter {pipeline}: {summary.total} samples from {summary.input}", highlight=False, soft_wrap=True)
     table = Table()
     table.add_column("outcome")
@@ -255,8 +270,9 @@ def filter_command(
     if summary.reasons:
         console.print(_count_table("rejects by reason", "reason", summary.reasons))
     if summary.grounding_reported:
+        advice = "; set stages.filter.grounding: reject to reject them" if grounding == "report" else ""
         console.print(f"{summary.grounding_reported} kept samples have ungrounded values (listed in "
-                      f"filter.summary.json; set stages.filter.grounding: reject to reject them)")
+                      f"filter.summary.json{advice})")
     if summary.resumed:
         console.print(f"resumed: {summary.resumed} decisions taken from the interrupted run")
     console.print(f"validated: {summary.outputs['validated']}\nrejects:   {summary.outputs['rejects']}", highlight=False)
@@ -338,6 +354,7 @@ def run(
     offline: bool = typer.Option(False, "--offline", help="Use no LLM: graph sampler, slot substitution, "
                                  "execution-only filter."),
     record: bool = typer.Option(False, "--record", help=RECORD_HELP),
+    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
     as_json: bool = typer.Option(False, "--json", help='Print {"export", "report", "stages"} as JSON.'),
 ) -> None:
     """Run every automatic stage of a pipeline, in order, and say where the results are.
@@ -348,11 +365,12 @@ def run(
 
     config = _load_pipeline(pipeline, file, record)
     if as_json:
-        result = run_pipeline(config, offline=offline)
+        result = run_pipeline(config, offline=offline, force=force)
         print_json(result.as_dict())
         return
     with console.status("starting") as status:
-        result = run_pipeline(config, offline=offline, progress=lambda stage: status.update(f"running {stage}"))
+        result = run_pipeline(config, offline=offline, force=force,
+                              progress=lambda stage: status.update(f"running {stage}"))
     table = Table(title=f"run {pipeline}")
     table.add_column("stage")
     table.add_column("result")

@@ -86,6 +86,8 @@ def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
 
 
+FORCE_HELP = ("Replace the stage's output even when the new result has no samples or fewer than min_output_share "
+              "of the previous one (otherwise the previous output is kept and the new one written beside it).")
 BATCH_HELP = "Send this stage's LLM requests through the OpenAI Batch API (llm.mode: batch): half the price, answers within 24 h."
 
 
@@ -119,3 +121,11 @@ def _count_table(title: str, header: str, counts: dict[Any, int]) -> Table:
     for key, count in counts.items():
         table.add_row(str(key), str(count))
     return table
+
+
+def exit_if_nothing_kept(total: int, kept: int, what: str, failed: str) -> None:
+    """A command whose every item was rejected or failed exits 1 (after printing its results): a
+    run that produced nothing usable must not look like a success to a script."""
+    if total > 0 and kept == 0:
+        print(f"error: every {what} ({total}) was {failed}", file=sys.stderr)
+        raise typer.Exit(1)

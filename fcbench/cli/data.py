@@ -12,7 +12,7 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
-from fcbench.cli.common import (_count_table, app, console, print_json,
+from fcbench.cli.common import (exit_if_nothing_kept, _count_table, app, console, print_json,
                                 user_errors)
 from fcbench.errors import UserError
 
@@ -55,12 +55,13 @@ def convert(
     result = convert_file(input_file, from_format, to_format, output, options)
     if as_json:
         print_json(result.as_dict())
-        return
-    for warning in result.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    print(f"{result.converted} converted, {result.rejected} rejected -> {output}")
-    if result.rejected:
-        print(f"rejects with reasons: {result.rejects_file}")
+    else:
+        for warning in result.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        print(f"{result.converted} converted, {result.rejected} rejected -> {output}")
+        if result.rejected:
+            print(f"rejects with reasons: {result.rejects_file}")
+    exit_if_nothing_kept(result.converted + result.rejected, result.converted, "item", f"rejected (see {result.rejects_file})")
 
 
 # --------------------------------------------------------------------------------------------- validate
@@ -197,7 +198,7 @@ def execute(
     spec: Optional[Path] = typer.Option(None, "--spec", help="NESTful v1 spec or CallNavi APISchema file."),
     round_to_gold: bool = typer.Option(False, "--round-to-gold", help="Compare numbers as NESTful does: "
                                        "round the result to the gold answer's decimals."),
-    timeout: float = typer.Option(5.0, "--timeout", help="Seconds per call."),
+    timeout: float = typer.Option(5.0, "--timeout", min=0.001, max=3600, help="Seconds per call."),
     as_json: bool = typer.Option(False, "--json", help='Print {"summary", "items"} as JSON.'),
 ) -> None:
     """Execute the gold path of every sample and say whether it reproduces the recorded answer.
@@ -212,7 +213,12 @@ def execute(
                           comparison=NESTFUL_COMPARISON if round_to_gold else AnswerComparison())
     if as_json:
         print_json(report.as_dict())
-        return
+    else:
+        _print_execution(file, report)
+    exit_if_nothing_kept(report.summary["samples"], report.summary["ran"], "sample", "failed to run")
+
+
+def _print_execution(file: Path, report: Any) -> None:
     table = Table(title=f"execute {file}")
     for column in ("id", "ran", "reproduces", "answer / error"):
         table.add_column(column, overflow="fold")
