@@ -51,10 +51,10 @@ class RayConfig(_Config):
     address: str | None = None
     # a local cluster's CPUs (default: `environment.workers`); on an existing cluster, at most this
     # many actors (default: one per CPU of the cluster)
-    num_cpus: int | None = Field(None, ge=1)
-    paths_per_task: int = Field(256, ge=1)  # gold paths per Ray task (one batch)
-    max_retries: int = Field(3, ge=0)  # resubmissions of a batch whose Ray worker died
-    object_store_mb: int = Field(100, ge=75)  # local cluster only (Ray's minimum is 75 MB)
+    num_cpus: int | None = Field(None, ge=1, le=4096)
+    paths_per_task: int = Field(256, ge=1, le=1_000_000)  # gold paths per Ray task (one batch)
+    max_retries: int = Field(3, ge=0, le=100)  # resubmissions of a batch whose Ray worker died
+    object_store_mb: int = Field(100, ge=75, le=1_000_000)  # local cluster only (Ray's minimum is 75 MB)
 
 
 class EnvironmentConfig(_Config):
@@ -68,13 +68,13 @@ class EnvironmentConfig(_Config):
     auth_env: str | None = None  # http: the environment variable holding the API token (sent in a header)
     auth_header: str = "Authorization"  # http: the header the token goes in
     auth_scheme: str = "Bearer"  # http: the word before the token ("" for the bare token)
-    max_per_host: int = Field(8, ge=1)  # http: requests in flight per host
-    retries: int = Field(3, ge=0)  # http: retries on 429/5xx/transport errors (backoff, Retry-After)
-    max_response_mb: float = Field(10.0, gt=0)  # http: a larger response is reported, not kept
+    max_per_host: int = Field(8, ge=1, le=1024)  # http: requests in flight per host
+    retries: int = Field(3, ge=0, le=100)  # http: retries on 429/5xx/transport errors (backoff, Retry-After)
+    max_response_mb: float = Field(10.0, gt=0, le=10_000)  # http: a larger response is reported, not kept
     record: bool = False  # http: call the server and record (what `--record` sets); default: replay offline
-    timeout_s: float = Field(10.0, gt=0)
-    memory_mb: int = Field(512, gt=0)
-    workers: int = Field(2, ge=1)
+    timeout_s: float = Field(10.0, gt=0, le=3600)  # seconds per call
+    memory_mb: int = Field(512, ge=16, le=1_048_576)  # MiB per worker
+    workers: int = Field(2, ge=1, le=1024)
     # python only: `local` = the worker pool of this machine; `ray` = the same workers driven by
     # Ray tasks (see `ray:`), for clusters
     backend: Literal["local", "ray"] = "local"
@@ -121,9 +121,9 @@ class LLMConfig(_Config):
     api_key: Any = Field(None, exclude=True, description="Refused: name an environment variable instead.")
     temperature: float = Field(0.0, ge=0, le=2)
     seed: int | None = None
-    max_tokens: int = Field(1024, gt=0)
-    concurrency: int = Field(4, ge=1)
-    max_retries: int = Field(5, ge=0)
+    max_tokens: int = Field(1024, gt=0, le=1_000_000)
+    concurrency: int = Field(4, ge=1, le=10_000)
+    max_retries: int = Field(5, ge=0, le=100)
     prices: PricesConfig = Field(default_factory=PricesConfig)
     # online: one HTTP request per call; batch: the stage's requests go through the Batch API
     # (half the price, answers within the completion window), into the same request cache.
@@ -141,23 +141,23 @@ class Stage1Config(_Config):
     """Coarse generation: queries from sampled tool subsets, then a drafted call path."""
 
     offline: bool = False  # True: graph sampler over the tools, no LLM
-    queries: int = Field(100, ge=1)
+    queries: int = Field(100, ge=1, le=10_000_000)
     tool_subset_sizes: list[int] = Field(default_factory=lambda: [3, 5])
     cross_domain_ratio: float = Field(0.0, ge=0, le=1)
-    max_steps: int = Field(6, ge=1)
+    max_steps: int = Field(6, ge=1, le=100)
 
     @field_validator("tool_subset_sizes")
     @classmethod
     def _positive_sizes(cls, sizes: list[int]) -> list[int]:
-        if not sizes or any(size < 1 for size in sizes):
-            raise ValueError("expected a non-empty list of sizes, each at least 1")
+        if not sizes or any(size < 1 or size > 100 for size in sizes):
+            raise ValueError("expected a non-empty list of sizes, each from 1 to 100 tools")
         return sizes
 
 
 class Stage2Config(_Config):
     """Senior annotation in Label Studio."""
 
-    select: int = Field(50, ge=1)  # drafts pushed for annotation
+    select: int = Field(50, ge=1, le=10_000_000)  # drafts pushed for annotation
     project_title: str | None = None  # default: "<pipeline> stage2"
     export_file: str | None = None  # a Label Studio export to pull from instead of the server
 
@@ -165,7 +165,7 @@ class Stage2Config(_Config):
 class Stage3Config(_Config):
     """Generalization: query variants per template, arguments refilled along the same path."""
 
-    variants: int = Field(3, ge=1)
+    variants: int = Field(3, ge=1, le=10_000)
     fill: Literal["llm", "slots", "annotators"] = "llm"
     value_pools: str | None = None  # slots: file of values per slot
 
@@ -187,17 +187,19 @@ class FilterConfig(_Config):
 
     input: str | None = None  # the canonical file to filter; default <dataset_dir>/build/candidates.jsonl
     grounding: Literal["report", "reject"] = "report"  # argument values not grounded in the query
-    repeat: int = Field(1, ge=1)  # executions per candidate, to catch non-deterministic tools
+    repeat: int = Field(1, ge=1, le=100)  # executions per candidate, to catch non-deterministic tools
     tolerance: ToleranceConfig = Field(default_factory=ToleranceConfig)
 
 
 class ExportConfig(_Config):
     """Parquet splits in Hugging Face layout, the dataset card, and copies in other formats."""
 
-    split: Literal["ratio", "domain", "template"] = "ratio"
+    # template (default): all variants of one template land in one split; ratio lets a template
+    # cross splits (the card says so)
+    split: Literal["ratio", "domain", "template"] = "template"
     ratios: dict[str, float] = Field(default_factory=lambda: {"test": 1.0})  # ratio and template splits
-    shard_rows: int = Field(10_000, ge=1)  # at most this many rows per Parquet shard
-    shard_bytes: int = Field(500_000_000, ge=1)  # and about this much uncompressed data (HF's max_shard_size)
+    shard_rows: int = Field(10_000, ge=1, le=100_000_000)  # at most this many rows per Parquet shard
+    shard_bytes: int = Field(500_000_000, ge=1_000, le=100_000_000_000)  # and about this much uncompressed data (HF's max_shard_size)
     formats: list[str] = Field(default_factory=lambda: ["parquet"])
     task_categories: list[str] = Field(default_factory=lambda: ["text-generation"])  # dataset card metadata
     tags: list[str] = Field(default_factory=lambda: ["function-calling", "tool-use"])
@@ -208,6 +210,8 @@ class ExportConfig(_Config):
         bad = [name for name in ratios if not re.match(r"^\w+(\.\w+)*$", name)]
         if bad:
             raise ValueError(f"split names may hold only letters, digits, '_' and '.', got {bad[0]!r}")
+        if any(not 0 < share <= 1 for share in ratios.values()):
+            raise ValueError(f"each split's share must be in (0, 1], got {ratios}")
         return ratios
 
     @model_validator(mode="after")

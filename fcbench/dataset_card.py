@@ -163,7 +163,9 @@ def _split_rule_text(info: CardInfo) -> str:
     ratios = ", ".join(f"{name} {ratio:g}" for name, ratio in info.ratios.items())
     if info.split_rule == "ratio":
         return (f"Samples are assigned by ratio ({ratios}) from a hash of (seed {info.seed}, sample id): "
-                "a sample's split never changes when others are added.")
+                "a sample's split never changes when others are added. **Variants of one template may be "
+                "in different splits** (`split: ratio` was chosen over the default `split: template`): a "
+                "model may have seen a test item's template during training.")
     if info.split_rule == "template":
         return (f"Samples are assigned by ratio ({ratios}) from a hash of (seed {info.seed}, template id), the "
                 "template id being `provenance.parent_id` or the sample's own id: all variants of one "

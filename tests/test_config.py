@@ -167,3 +167,12 @@ def test_the_ray_backend_is_declared_for_python_tools_only(tmp_path):
     recorded = VALID.replace("      kind: python\n      module: datasets/travel/tools.py\n",
                              "      kind: recorded\n      responses: r.jsonl\n      backend: ray\n")
     assert any("backend 'ray' runs python tools" in problem for problem in _problems(tmp_path, recorded))
+
+
+def test_counts_sizes_and_shares_have_bounds(tmp_path):
+    """`queries: 1e23` once made stage1 grow memory with no output: runaway settings are refused."""
+    text = VALID.replace("queries: 40", "queries: 100000000000000000000000")
+    assert _problems(tmp_path, text) == [
+        "10: pipelines.travel.stages.stage1.queries: input should be less than or equal to 10000000"]
+    negative = VALID + "      export:\n        ratios: {train: 1.5, test: -0.5}\n"
+    assert any("each split's share must be in (0, 1]" in problem for problem in _problems(tmp_path, negative))

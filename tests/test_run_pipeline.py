@@ -61,3 +61,12 @@ def test_run_is_deterministic(tmp_path):
     first_shards = sorted((Path(first["export"]) / "data").glob("*.parquet"))
     second_shards = sorted((Path(second["export"]) / "data").glob("*.parquet"))
     assert [s.read_bytes() for s in first_shards] == [s.read_bytes() for s in second_shards]
+
+
+def test_the_bundled_travel_split_never_puts_one_template_in_two_splits(tmp_path):
+    """Issue: `split: ratio` put every travel template in both train and test."""
+    out = _run(_copy_example(tmp_path))
+    data = Path(out["export"]) / "data"
+    parents = {split: set(pd.concat([pd.read_parquet(f) for f in data.glob(f"{split}-*.parquet")])["parent_id"])
+               for split in ("train", "test")}
+    assert parents["train"] and parents["test"] and not parents["train"] & parents["test"]
