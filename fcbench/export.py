@@ -377,6 +377,14 @@ def _card_info(settings: ExportSettings, splits: list[SplitInfo], stats: Dataset
     )
 
 
+def _remove_leftovers(build_dir: Path) -> None:
+    """Work folders of an export that was killed (`.export.<random>`, `.export.old`): one export
+    runs at a time per build folder, so whatever is there now is a leftover."""
+    for leftover in build_dir.glob(".export.*"):
+        if leftover.is_dir():
+            shutil.rmtree(leftover, ignore_errors=True)
+
+
 def _swap_in(work_dir: Path, export_dir: Path) -> None:
     """Replace the previous export as a whole (no stale shard of an earlier, larger run survives)."""
     if export_dir.exists():
@@ -398,6 +406,7 @@ def export_samples(source: Path, paths: ExportPaths, settings: ExportSettings) -
                         f"run the filter stage or pass --input)")
     copy_formats = check_formats(settings.config.formats)
     paths.build_dir.mkdir(parents=True, exist_ok=True)
+    _remove_leftovers(paths.build_dir)
     work_dir = Path(tempfile.mkdtemp(prefix=".export.", dir=paths.build_dir))
     os.chmod(work_dir, 0o777 & ~_umask())  # mkdtemp's 0700 would hide the export from other users
     exporter = _Exporter(source, settings, work_dir, copy_formats)

@@ -6,6 +6,7 @@ kill mid-write never leaves a half-written file that a re-run would mistake for 
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import sys
@@ -137,6 +138,10 @@ def _atomic_text(path: str | Path, write) -> None:
     plain `open()` would give, then renamed over the target."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    # A kill -9 between mkstemp and the rename leaves `.NAME.<random>.tmp` behind; the next write of
+    # the same file removes it (one writer per file: a stage's outputs are its own).
+    for leftover in target.parent.glob(f".{glob.escape(target.name)}.*.tmp"):
+        leftover.unlink(missing_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -86,3 +86,32 @@ def test_a_published_file_read_as_fcbench_says_which_format_it_looks_like():
                       (external / "confetti" / "possible_answer_BFCL_v2_dialogacts.json", "confetti")):
         first = next(iter(read_samples(path, "fcbench")))
         assert isinstance(first, Rejected) and first.reason.endswith(f"looks like {fmt}: use --from {fmt}"), first.reason
+
+
+def test_temporary_files_of_a_killed_run_are_removed_by_the_next_write(tmp_path):
+    stale = tmp_path / ".candidates.jsonl.x7f3k2.tmp"  # what a kill -9 mid-write leaves
+    stale.write_text('{"half": ')
+    other = tmp_path / ".drafts.jsonl.abc.tmp"  # another file's: not this write's business
+    other.write_text("")
+    write_json_lines(tmp_path / "candidates.jsonl", [{"x": 1}])
+    assert not stale.exists() and other.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".drafts.jsonl.abc.tmp", "candidates.jsonl"]
+
+
+def test_a_killed_export_leaves_nothing_behind_after_the_next_export(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    build = tmp_path / "build"
+    leftover = build / ".export.q1w2e3" / "data"
+    leftover.mkdir(parents=True)
+    (leftover / ".test-00000.parquet.partial").write_bytes(b"PAR1")
+    seeds = Path(__file__).resolve().parents[1] / "datasets" / "nestful-math" / "seeds.jsonl"
+    (tmp_path / "pipelines.yaml").write_text(
+        f"pipelines:\n  m:\n    dataset_dir: .\n    stages:\n      export: {{formats: [parquet]}}\n")
+    done = subprocess.run([str(Path(sys.executable).parent / "build-dataset"), "export", "m", "--file",
+                           str(tmp_path / "pipelines.yaml"), "--input", str(seeds)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in build.iterdir() if p.name.startswith(".")) == []
+    assert (build / "export" / "data").is_dir()
