@@ -117,12 +117,14 @@ class ModelScores:
     errors: dict[str, int]
     param_type_error_rate: dict[str, float]
     by_domain: dict[str, dict[str, Any]]
+    judges: dict[str, Any] = field(default_factory=dict)  # who produced completeness/correctness (0-2 scale)
 
     def as_dict(self) -> dict[str, Any]:
         return {"model": self.model, "n": self.n, "success_rate": self.success_rate,
                 "call_accuracy": self.call_accuracy, "completeness": self.completeness,
                 "correctness": self.correctness, "errors": self.errors,
-                "param_type_error_rate": self.param_type_error_rate, "by_domain": self.by_domain}
+                "param_type_error_rate": self.param_type_error_rate, "by_domain": self.by_domain,
+                "judges": self.judges}
 
 
 @dataclass(frozen=True)
@@ -294,6 +296,7 @@ def model_scores(model: str, document: Any, source: str) -> tuple[ModelScores | 
         param_type_error_rate=numeric_items(document.get("param_type_error_rate")),
         by_domain={str(d): dict(v) for d, v in sorted(by_domain.items()) if isinstance(v, Mapping)}
         if isinstance(by_domain, Mapping) else {},
+        judges=dict(document["judges"]) if isinstance(document.get("judges"), Mapping) else {},
     ), []
 
 
@@ -793,16 +796,36 @@ def _rejects_html(stages: Sequence[StageRejects], charts: Sequence[Chart]) -> st
     return "".join(parts)
 
 
+def _out_of_two(value: float | None) -> str:
+    """ComplexEval's completeness and correctness are mean scores on a 0-2 scale, not shares."""
+    return "-" if value is None else f"{value:.2f} / 2"
+
+
+def _judges_note(evaluations: Sequence[ModelScores]) -> str:
+    lines = []
+    for scores in evaluations:
+        judges = scores.judges
+        if not judges:
+            who = "judges not recorded (an evaluation from before judges were recorded)"
+        elif judges.get("rule_based"):
+            who = (f"rule-based stand-ins ({_e(judges.get('completeness', '?'))}, {_e(judges.get('correctness', '?'))}), "
+                   f"not LLM judges: no LLM judge was configured")
+        else:
+            who = f"{_e(judges.get('completeness', '?'))} (completeness), {_e(judges.get('correctness', '?'))} (correctness)"
+        lines.append(f"<p class=\"note\">{_e(scores.model)}: completeness and correctness judged by {who}.</p>")
+    return "".join(lines)
+
+
 def _evaluation_html(evaluations: Sequence[ModelScores], charts: Sequence[Chart]) -> str:
     if not evaluations:
         return '<p class="empty">No evaluation run yet.</p>'
     kinds = list(dict.fromkeys(k for s in evaluations for k in s.errors))
     rows = [(_e(s.model), _number(s.n), _percent(s.success_rate), _percent(s.call_accuracy),
-             _percent(s.completeness), _percent(s.correctness), *(_number(s.errors.get(k, 0)) for k in kinds))
+             _out_of_two(s.completeness), _out_of_two(s.correctness), *(_number(s.errors.get(k, 0)) for k in kinds))
             for s in evaluations]
-    headers = ("model", "samples", "success", "call accuracy", "completeness", "correctness",
+    headers = ("model", "samples", "success", "call accuracy", "completeness (0-2)", "correctness (0-2)",
                *(kind.replace("_", " ") for kind in kinds))
-    parts = [_table(headers, rows)]
+    parts = [_judges_note(evaluations), _table(headers, rows)]
     types = list(dict.fromkeys(t for s in evaluations for t in s.param_type_error_rate))
     if types:
         parts += ["<h3>Error rate per parameter type</h3>",

@@ -109,7 +109,7 @@ def test_a_killed_export_leaves_nothing_behind_after_the_next_export(tmp_path):
     (leftover / ".test-00000.parquet.partial").write_bytes(b"PAR1")
     seeds = Path(__file__).resolve().parents[1] / "datasets" / "nestful-math" / "seeds.jsonl"
     (tmp_path / "pipelines.yaml").write_text(
-        f"pipelines:\n  m:\n    dataset_dir: .\n    stages:\n      export: {{formats: [parquet]}}\n")
+        "pipelines:\n  m:\n    dataset_dir: .\n    stages:\n      export: {formats: [parquet]}\n")
     done = subprocess.run([str(Path(sys.executable).parent / "build-dataset"), "export", "m", "--file",
                            str(tmp_path / "pipelines.yaml"), "--input", str(seeds)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -249,3 +249,18 @@ def test_report_command_writes_both_files(build: Path, tmp_path: Path) -> None:
     assert (build / "report.html").is_file() and (build / "report.json").is_file()
     result = CliRunner().invoke(app, ["report", "nope", "--file", str(pipelines)])
     assert result.exit_code == 1
+
+
+def test_completeness_and_correctness_are_on_their_0_to_2_scale_and_name_their_judges(tmp_path):
+    """Issue: the report showed ComplexEval's 0-2 scores as percentages ("200.0 %") and never said
+    the judges were rule-based."""
+    build = tmp_path / "build"
+    scores = _scores(1.0, 1.0, {"func_error": 0}, {})
+    scores.update(completeness=2.0, correctness=1.5,
+                  judges={"completeness": "naive_completeness_judge", "correctness": "naive_correctness_judge",
+                          "scale": "0-2", "rule_based": True})
+    (build / "eval" / "m").mkdir(parents=True)
+    (build / "eval" / "m" / "scores.json").write_text(json.dumps(scores))
+    html = write_report(build, title="t").html.read_text()
+    assert "2.00 / 2" in html and "1.50 / 2" in html and "200.0" not in html
+    assert "rule-based stand-ins" in html and "not LLM judges" in html

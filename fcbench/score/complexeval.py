@@ -723,7 +723,19 @@ def score_complexeval(
         items.append(verdict.to_json())
     summary = summarise(verdicts)
     summary["unknown_ids"] = unknown
+    summary["judges"] = judges_used(completeness_judge, correctness_judge)
     return ComplexEvalReport(summary, items)
+
+
+RULE_BASED_JUDGES = {"naive_completeness_judge", "naive_correctness_judge"}
+
+
+def judges_used(completeness_judge: ResponseJudge, correctness_judge: ResponseJudge) -> dict[str, Any]:
+    """Which judges produced completeness and correctness (both on a 0-2 scale), said with the
+    figures: a report must never pass a rule-based stand-in off as an LLM judge."""
+    names = {"completeness": getattr(completeness_judge, "__name__", type(completeness_judge).__name__),
+             "correctness": getattr(correctness_judge, "__name__", type(correctness_judge).__name__)}
+    return {**names, "scale": "0-2", "rule_based": all(name in RULE_BASED_JUDGES for name in names.values())}
 
 
 def _trajectory_lines(trajectories: Trajectories) -> list[tuple[str, Sequence[TrajectoryTurn]]]:
