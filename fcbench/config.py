@@ -317,8 +317,16 @@ def load_pipelines(path: str | Path = DEFAULT_PIPELINES_FILE) -> PipelinesFile:
 
 def _compose_and_construct(path: Path) -> tuple[yaml.Node | None, Any]:
     """The node tree (with line marks) and the Python values built from that same tree."""
-    text = path.read_text(encoding="utf-8")
-    loader = yaml.SafeLoader(text)
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise ConfigError([f"{path}:{line}: not UTF-8 (byte 0x{raw[exc.start]:02x}); save the file as UTF-8"]) from None
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.YAMLError as exc:  # the reader refuses control characters such as NUL up front
+        raise ConfigError([f"{path}:1: invalid YAML: {exc}"]) from None
     try:
         root = loader.get_single_node()
         data = loader.construct_document(root) if root is not None else None
