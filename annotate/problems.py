@@ -26,10 +26,12 @@ class ProblemCode(str, Enum):
     INCONSISTENT_RESPONSE = "inconsistent_response"  # a kept response no longer matches its inputs
     PATH_CHANGED = "path_changed"  # junior filling: calls added, removed or renamed on a fixed path
     MISSING_DRAFT = "missing_draft"  # the task's data lacks the draft (not pushed by fcbench)
+    MALFORMED_TASK = "malformed_task"  # the task itself (not the annotation) is broken in the export
 
 
 # Codes that are the annotator's own decision or a skip: never sent back, never "fixed".
-NOT_ERRORS = frozenset({ProblemCode.CANCELLED, ProblemCode.REJECTED_BY_ANNOTATOR, ProblemCode.MISSING_DRAFT})
+NOT_ERRORS = frozenset({ProblemCode.CANCELLED, ProblemCode.REJECTED_BY_ANNOTATOR, ProblemCode.MISSING_DRAFT,
+                        ProblemCode.MALFORMED_TASK})
 
 
 @dataclass(frozen=True)

@@ -121,12 +121,29 @@ def process_tasks(tasks: Iterable[dict[str, Any]], kind: str, builder: Builder,
     """Every task of `kind` turned into an outcome. `environment` is called only when a submitted
     annotation needs checking (opening a tool pool for a project with no annotation is waste)."""
     outcomes = []
-    for task in tasks:
-        data = task.get("data") or {}
+    for position, task in enumerate(tasks):
+        data = task.get("data") if isinstance(task, dict) else None
+        task_id = task.get("id") if isinstance(task, dict) else None
+        if not isinstance(task_id, int) or not isinstance(data, dict):
+            # One broken task in an export is that task's reject, never the whole pull's failure.
+            outcomes.append(_malformed(task_id, position, "the task has no integer id or no data object"))
+            continue
         if data.get("kind") != kind:
             continue
-        outcomes.append(_process_task(task, data, builder, environment, users or {}, stage, project_id, catalog))
+        try:
+            outcomes.append(_process_task(task, data, builder, environment, users or {}, stage, project_id, catalog))
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            outcomes.append(_malformed(task_id, position, f"{type(exc).__name__}: {exc}", data))
     return outcomes
+
+
+def _malformed(task_id: Any, position: int, detail: str, data: dict[str, Any] | None = None) -> TaskOutcome:
+    """A task the pull cannot read, kept as a reject with its id (or its place in the export)."""
+    where = f"task {task_id}" if isinstance(task_id, int) else f"entry {position + 1} of the export"
+    outcome = TaskOutcome(task_id if isinstance(task_id, int) else -(position + 1),
+                          (data or {}).get("sample_id") if isinstance(data, dict) else None, "rejected", data or {})
+    outcome.problems = [Problem(ProblemCode.MALFORMED_TASK, f"{where} is malformed: {detail}")]
+    return outcome
 
 
 def _process_task(task: dict[str, Any], data: dict[str, Any], builder: Builder,
@@ -271,9 +288,11 @@ def read_export_file(path: Path) -> list[dict[str, Any]]:
         value = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}: not a Label Studio JSON export ({exc.msg} at line {exc.lineno})") from None
-    if not isinstance(value, list) or not all(isinstance(task, dict) and "id" in task for task in value):
-        raise UserError(f"{path}: not a Label Studio JSON export (expected a list of tasks with 'id')")
-    return value
+    if not isinstance(value, list):
+        raise UserError(f"{path}: not a Label Studio JSON export (expected a list of tasks)")
+    if value and not any(isinstance(task, dict) and "id" in task for task in value):
+        raise UserError(f"{path}: not a Label Studio JSON export (no task has an 'id')")
+    return value  # a malformed task among good ones is that task's reject (process_tasks)
 
 
 def export_snapshot(connection: Connection, client: Any, project_id: int,

@@ -132,8 +132,11 @@ def existing_project_id(connection: Connection, client: Any, title: str) -> int:
 def drafts_in_tasks(tasks: Sequence[dict[str, Any]], catalog: ToolCatalog | None = None) -> list[Sample]:
     drafts = []
     for task in tasks:
+        data = task.get("data") if isinstance(task, dict) else None
+        if not isinstance(data, dict):
+            continue  # a malformed task: process_tasks reports it
         try:
-            draft = draft_of(task.get("data") or {}, catalog)
+            draft = draft_of(data, catalog)
         except ValueError:
             continue
         if draft is not None:

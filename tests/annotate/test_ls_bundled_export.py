@@ -65,4 +65,21 @@ def test_a_file_that_is_not_an_export_is_one_clear_error(tmp_path) -> None:
     result = CliRunner().invoke(app, ["stage2", "pull", "travel", "--file", str(tmp_path / "pipelines.yaml"),
                                       "--from-export", str(bad)])
     assert result.exit_code == 1
-    assert result.stderr.strip() == f"error: {bad}: not a Label Studio JSON export (expected a list of tasks with 'id')"
+    assert result.stderr.strip() == f"error: {bad}: not a Label Studio JSON export (expected a list of tasks)"
+
+
+def test_malformed_tasks_in_an_export_are_rejected_by_id_and_the_good_ones_kept(tmp_path) -> None:
+    """Issue: one malformed task crashed `stage2 pull` (AttributeError) or had the export refused whole."""
+    tasks = json.loads(EXPORT.read_text())
+    broken = [dict(tasks[0], id=99990, annotations="not a list"), {"id": 99991}, dict(tasks[1], id=99992, data="x"),
+              "not a task"]
+    export = tmp_path / "export.json"
+    export.write_text(json.dumps(tasks + broken))
+    pipeline = write_pipeline(tmp_path, name="travel")
+    report = run_stage2_pull(pipeline, from_export=export)
+    assert report.counts["gold"] == 3  # as from the export without the broken tasks
+    assert report.reasons["malformed_task"] == 4
+    rejects = read_lines(Stage2Files.in_dir(pipeline.build_dir).rejects)
+    malformed = [row for row in rejects if row["reason"] == "malformed_task"]
+    assert [row["label_studio_task_id"] for row in malformed] == [99990, 99991, 99992, -10]
+    assert "entry 10 of the export is malformed" in malformed[-1]["problems"][0]
