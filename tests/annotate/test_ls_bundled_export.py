@@ -82,4 +82,4 @@ def test_malformed_tasks_in_an_export_are_rejected_by_id_and_the_good_ones_kept(
     rejects = read_lines(Stage2Files.in_dir(pipeline.build_dir).rejects)
     malformed = [row for row in rejects if row["reason"] == "malformed_task"]
     assert [row["label_studio_task_id"] for row in malformed] == [99990, 99991, 99992, -10]
-    assert "entry 10 of the export is malformed" in malformed[-1]["problems"][0]
+    assert "entry 10 of the export is malformed" in malformed[-1]["problems"][0]["message"]
