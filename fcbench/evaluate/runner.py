@@ -25,6 +25,7 @@ live: the saved trajectories are replayed through the shared scorer (`score_comp
 from __future__ import annotations
 
 import asyncio
+import shutil
 import hashlib
 import json
 import re
@@ -368,7 +369,24 @@ def evaluate(config: LLMConfig, build_dir: Path, *, split: str = DEFAULT_SPLIT, 
     """Run the model on every sample not already evaluated, then score all saved trajectories."""
     benchmark = load_benchmark(build_dir, split, input_file, limit)
     paths = EvalPaths.for_model(build_dir, config.model)
+    created = not paths.model_dir.exists()
     paths.model_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        return _evaluate_into(config, benchmark, paths, extra_turns, environ, progress)
+    except BaseException:
+        # A run that failed before any trajectory was saved (endpoint down, key refused, killed
+        # at once) leaves no model folder behind for later reports to list as a broken evaluation.
+        if created and not _has_trajectories(paths):
+            shutil.rmtree(paths.model_dir, ignore_errors=True)
+        raise
+
+
+def _has_trajectories(paths: EvalPaths) -> bool:
+    return paths.trajectories.is_file() and paths.trajectories.stat().st_size > 0
+
+
+def _evaluate_into(config: LLMConfig, benchmark: Benchmark, paths: EvalPaths, extra_turns: int,
+                   environ: Mapping[str, str] | None, progress: ProgressCallback | None) -> EvaluationResult:
     settings = run_settings(config, extra_turns)
     digests = {sample.id: sample_digest(sample) for sample in benchmark.samples}
     kept = saved_trajectories(paths.trajectories, digests, settings)

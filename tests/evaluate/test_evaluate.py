@@ -389,6 +389,8 @@ def test_unreachable_endpoint_is_one_line_and_exit_1(tmp_path, canonical_input):
     result = evaluate_cli(pipelines, f"http://127.0.0.1:{port}/v1", "--input", str(canonical_input))
     assert result.exit_code == 1
     assert result.stderr == f"error: cannot reach the LLM endpoint at http://127.0.0.1:{port}/v1\n"
+    # nothing left behind for a later report to list as a broken evaluation
+    assert not (tmp_path / "data" / "build" / "eval" / SLUG).exists()
 
 
 def test_a_sample_the_endpoint_refuses_is_not_scored_and_runs_again_next_time(tmp_path, samples, canonical_input):
