@@ -32,6 +32,7 @@ from fcbench.execution import execute_gold_paths
 from fcbench.formats import Rejected
 from fcbench.jsonl import dumps_line, iter_json_lines, write_json, write_json_lines
 from fcbench.output_guard import guard_output
+from fcbench.progress import StageProgress
 from fcbench.sample import Sample, sample_to_dict
 from fcbench.verdicts import (DECIDE_AGAIN_ON_RERUN, UNDECIDED_SEMANTIC, FilterCategory, Verdict, comparison_of,
                               execution_verdict, static_verdict)
@@ -109,13 +110,14 @@ def run_filter(items: Iterable[Sample | Rejected], environment: Environment, set
     resumed = sum(key in done for key in keys)
     comparison = comparison_of(settings)
     paths.journal.parent.mkdir(parents=True, exist_ok=True)
-    with open(paths.journal, "a", encoding="utf-8") as journal:
-        pending = [(key, item) for key, item in zip(keys, items) if key not in done]
+    pending = [(key, item) for key, item in zip(keys, items) if key not in done]
+    with open(paths.journal, "a", encoding="utf-8") as journal, StageProgress("filter", len(pending)) as progress:
         for batch in _batches(pending, max(batch_size, environment.min_batch_paths)):
             for key, entry in _decide_batch(batch, environment, settings, comparison, semantic_check):
                 done[key] = entry
                 journal.write(dumps_line(entry) + "\n")
             journal.flush()
+            progress.advance(len(batch))
     entries = [done[key] for key in keys]
     kept = sum(entry["verdict"]["category"] == "passed" for entry in entries)
     guarded = guard_output(paths.validated, kept, force=force, min_share=min_output_share)

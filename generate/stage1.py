@@ -32,6 +32,7 @@ from fcbench.json_values import json_leaves_with_paths
 from fcbench.jsonl import write_json, write_json_lines
 from fcbench.llm.prompts import PromptFile
 from fcbench.output_guard import guard_output
+from fcbench.progress import StageProgress, progress_of
 from fcbench.references import format_reference
 from fcbench.sample import Call, Provenance, Sample, Tool, path_shape, sample_to_dict
 from fcbench.validate import validate_record
@@ -255,8 +256,10 @@ def _run_llm(pipeline: PipelineConfig, tools: list[Tool], subsets: Sequence[Tool
         try:
             async with LLMClient(pipeline.llm, cache, jitter_seed=pipeline.seed) as client:
                 drafter = LLMDrafter(pipeline, client, environment, prompts)
-                results = await asyncio.gather(*(drafter.draft(index, subset, tools) if subset is not None else _none()
-                                                 for index, subset in enumerate(subsets)))
+                with StageProgress("stage1 drafts", len(subsets)) as progress:
+                    results = await asyncio.gather(*(progress_of(drafter.draft(index, subset, tools), progress)
+                                                     if subset is not None else _none()
+                                                     for index, subset in enumerate(subsets)))
                 return list(results), client.summary()
         finally:
             cache.close()

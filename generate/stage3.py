@@ -44,6 +44,7 @@ from fcbench.sample import Call, Provenance, Sample, sample_to_dict
 from generate.slots import ValuePools, load_value_pools, slot_value_problem, substitute_slots, user_query
 from fcbench.llm.prompts import PromptFile
 from fcbench.output_guard import guard_output
+from fcbench.progress import StageProgress, progress_of
 from generate.common import PROMPTS, parse_query, value_pools_path
 
 REWRITE_PROMPT = PROMPTS / "stage3_rewrite.txt"
@@ -411,7 +412,9 @@ def _run_llm(pipeline: PipelineConfig, templates: list[Sample], pools: ValuePool
         try:
             async with LLMClient(pipeline.llm, cache, jitter_seed=pipeline.seed) as client:
                 generalizer = LLMGeneralizer(pipeline, client, pools, environment, rewrite, fill)
-                outcomes = await asyncio.gather(*(generalizer.variants(template) for template in templates))
+                with StageProgress("stage3 templates", len(templates)) as progress:
+                    outcomes = await asyncio.gather(*(progress_of(generalizer.variants(template), progress)
+                                                      for template in templates))
                 return outcomes, client.summary()
         finally:
             cache.close()

@@ -115,3 +115,17 @@ def test_a_killed_export_leaves_nothing_behind_after_the_next_export(tmp_path):
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in build.iterdir() if p.name.startswith(".")) == []
     assert (build / "export" / "data").is_dir()
+
+
+def test_progress_is_quiet_for_short_runs_and_logs_plain_lines_off_a_terminal():
+    import io
+
+    from fcbench.progress import StageProgress
+
+    stream = io.StringIO()  # not a terminal
+    with StageProgress("filter", 10, stream=stream) as quick:
+        quick.advance(10)
+    assert stream.getvalue() == ""  # under quiet_s: nothing printed
+    with StageProgress("filter", 1000, stream=stream, quiet_s=0, log_every_s=0) as slow:
+        slow.advance(250)
+    assert stream.getvalue().startswith("filter: 250/1,000 (25%), ") and "s left" in stream.getvalue()

@@ -518,8 +518,9 @@ class LLMClient:
         reason = failure.reason if isinstance(failure, _Retryable) else type(failure).__name__
         self.accounting.retries[reason] += 1
         wait = state.next_action.sleep if state.next_action else 0.0
-        log.info("LLM request failed (%s); retry %d/%d in %.2f s", reason, state.attempt_number,
-                 self.retry.max_retries, wait)
+        # warning, not info: a run that is retrying is slower than it looks, and the user should see why
+        log.warning("LLM request failed (%s); retry %d/%d in %.2f s", reason, state.attempt_number,
+                    self.retry.max_retries, wait)
 
     async def _send_once(self, payload: dict[str, Any]) -> tuple[dict[str, Any], str]:
         """One HTTP request: the completion body (parsed, and as received), or a failure (`_Retryable`, `_NotRetryable`, or
