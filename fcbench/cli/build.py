@@ -190,7 +190,7 @@ def stage3_pull(
     send_back: bool = typer.Option(False, "--send-back", help="Show failing tasks' problems to the annotators."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
-    """Bring back the filled arguments into build/candidates.jsonl, with the same checks as stage2."""
+    """Bring back the filled arguments into build/candidates.filled.jsonl (the filter reads it), with the same checks as stage2."""
     from annotate.junior import run_junior_pull
 
     _require_annotators(annotators)
