@@ -27,11 +27,12 @@ class ProblemCode(str, Enum):
     PATH_CHANGED = "path_changed"  # junior filling: calls added, removed or renamed on a fixed path
     MISSING_DRAFT = "missing_draft"  # the task's data lacks the draft (not pushed by fcbench)
     MALFORMED_TASK = "malformed_task"  # the task itself (not the annotation) is broken in the export
+    STALE_DRAFT = "stale_draft"  # the task's draft is not the current drafts.jsonl's (another stage1 run)
 
 
 # Codes that are the annotator's own decision or a skip: never sent back, never "fixed".
 NOT_ERRORS = frozenset({ProblemCode.CANCELLED, ProblemCode.REJECTED_BY_ANNOTATOR, ProblemCode.MISSING_DRAFT,
-                        ProblemCode.MALFORMED_TASK})
+                        ProblemCode.MALFORMED_TASK, ProblemCode.STALE_DRAFT})
 
 
 @dataclass(frozen=True)

@@ -139,6 +139,8 @@ def stage2_pull(
                                                "instead of the server."),
     send_back: bool = typer.Option(False, "--send-back", help="Show each failing task's problems on its labeling "
                                    "page so the annotator can fix it."),
+    allow_stale: bool = typer.Option(False, "--allow-stale", help="Accept annotations made on drafts that are not "
+                                     "the current build/drafts.jsonl's (refused as stale_draft otherwise)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Turn submitted annotations into gold templates (build/templates.jsonl), each checked.
@@ -149,7 +151,8 @@ def stage2_pull(
     annotators fixed goes to build/stage2.qa.json."""
     from annotate.stage2 import run_stage2_pull
 
-    report = run_stage2_pull(_load_pipeline(pipeline, file), from_export=from_export, send_back=send_back)
+    report = run_stage2_pull(_load_pipeline(pipeline, file), from_export=from_export, send_back=send_back,
+                             allow_stale=allow_stale)
     _print_pull(f"stage2 pull {pipeline}", report, as_json)
 
 

@@ -83,3 +83,28 @@ def test_malformed_tasks_in_an_export_are_rejected_by_id_and_the_good_ones_kept(
     malformed = [row for row in rejects if row["reason"] == "malformed_task"]
     assert [row["label_studio_task_id"] for row in malformed] == [99990, 99991, 99992, -10]
     assert "entry 10 of the export is malformed" in malformed[-1]["problems"][0]["message"]
+
+
+def test_annotations_of_other_drafts_are_refused_as_stale_unless_allowed(tmp_path) -> None:
+    """Issue: a run whose stage1 drafted with the LLM still took 3 templates from the bundled export,
+    whose annotations belong to other drafts."""
+    from annotate.tasks import draft_of
+    from fcbench.sample import sample_to_dict
+
+    pipeline = write_pipeline(tmp_path, name="travel")
+    drafts = Stage2Files.in_dir(pipeline.build_dir).drafts
+    drafts.parent.mkdir(parents=True, exist_ok=True)
+    # the drafts the export's tasks were made from, then another stage1 run's version of them
+    lines = [sample_to_dict(draft_of(task["data"])) for task in json.loads(EXPORT.read_text())]
+    for line in lines:
+        if line["id"] == "travel-draft-0013":
+            line["messages"][-1]["content"] += " (asked again by another stage1 run)"
+    drafts.write_text("".join(json.dumps(line) + "\n" for line in lines if line["id"] != "travel-draft-0030"))
+    report = run_stage2_pull(pipeline, from_export=EXPORT)
+    assert report.counts["gold"] == 1 and report.reasons["stale_draft"] == 2
+    stale = {row["id"]: row["problems"][0] for row in read_lines(Stage2Files.in_dir(pipeline.build_dir).rejects)
+             if row["reason"] == "stale_draft"}
+    assert set(stale) == {"travel-draft-0013", "travel-draft-0030"}
+    assert report.counts == {**report.counts, "templates_written": 1}
+    allowed = run_stage2_pull(pipeline, from_export=EXPORT, allow_stale=True)
+    assert allowed.counts["gold"] == 3
