@@ -168,32 +168,32 @@ def _split_summary(stage: str, summary: dict[str, Any]) -> StageSummary:
                         dict(summary.get("outputs") or {}), rest)
 
 
-def _stage1(ctx: PipelineContext) -> StageSummary:
+def _stage1(ctx: PipelineContext, settings: Any = None) -> StageSummary:
     from generate.stage1 import run_stage1
 
     offline = not ctx.uses_llm or ctx.config.stages.stage1.offline
     return _split_summary("stage1", run_stage1(ctx.config, offline=offline, force=ctx.force).summary)
 
 
-def _stage2_from_export(ctx: PipelineContext) -> StageSummary:
+def _stage2_from_export(ctx: PipelineContext, settings: Any = None) -> StageSummary:
     from annotate.stage2 import run_stage2_pull
 
     pulled = run_stage2_pull(ctx.config, from_export=annotation_export(ctx.config))
     return StageSummary("stage2", pulled.counts, pulled.reasons, pulled.outputs, {"source": pulled.source})
 
 
-def _stage3(ctx: PipelineContext) -> StageSummary:
+def _stage3(ctx: PipelineContext, settings: Any = None) -> StageSummary:
     from generate.stage3 import run_stage3
 
     return _split_summary("stage3", run_stage3(ctx.config, offline=not ctx.uses_llm, force=ctx.force).summary)
 
 
-def _filter(ctx: PipelineContext) -> StageSummary:
+def _filter(ctx: PipelineContext, settings: Any = None) -> StageSummary:
     filtered = run_filter_stage(ctx.config, offline=not ctx.uses_llm, force=ctx.force)
     return StageSummary("filter", filtered.counts, filtered.reasons, filtered.outputs)
 
 
-def _export(ctx: PipelineContext) -> StageSummary:
+def _export(ctx: PipelineContext, settings: Any = None) -> StageSummary:
     from fcbench.export import run_export_stage
 
     exported = run_export_stage(ctx.config)
@@ -202,7 +202,7 @@ def _export(ctx: PipelineContext) -> StageSummary:
                                            "rejected": exported.rejected})
 
 
-def _report(ctx: PipelineContext) -> StageSummary:
+def _report(ctx: PipelineContext, settings: Any = None) -> StageSummary:
     from fcbench.report import write_report
 
     files = write_report(ctx.build_dir, title=ctx.config.name)
@@ -232,7 +232,97 @@ def run_pipeline(pipeline: PipelineConfig, offline: bool = False, progress=None,
     for stage in STAGES:
         if progress is not None:
             progress(stage.name)
-        result.stages[stage.name] = stage.run(ctx).as_dict()
+        result.stages[stage.name] = stage.run(ctx, None).as_dict()
     result.export = result.stages["export"]["outputs"]["export"]
     result.report = result.stages["report"]["outputs"]["report"]
     return result
+
+
+# ------------------------------------------------------------------ stages run on demand (CLI)
+@dataclass(frozen=True)
+class PushSettings:
+    count: int | None = None  # drafts to push (default stages.stage2.select)
+    annotators: int = 0  # a team: N annotator accounts ...
+    overlap: int = 1  # ... each task assigned to K of them
+
+
+@dataclass(frozen=True)
+class PullSettings:
+    from_export: Path | None = None  # a Label Studio export file instead of the server
+    send_back: bool = False  # show failing tasks' problems to their annotators
+    allow_stale: bool = False  # stage2: accept annotations made on other drafts
+
+
+@dataclass(frozen=True)
+class EvaluateSettings:
+    model: str
+    base_url: str | None = None
+    split: str = "test"
+    input_file: Path | None = None
+    limit: int | None = None
+    extra_turns: int = 3
+    batch: bool = False
+    progress: Any = None  # (done, total) callback
+
+
+def _report_summary(stage: str, report: Any) -> StageSummary:
+    return StageSummary(stage, dict(getattr(report, "counts", {}) or {}), dict(getattr(report, "reasons", {}) or {}),
+                        dict(getattr(report, "outputs", {}) or {}), report=report)
+
+
+def _stage2_push(ctx: PipelineContext, settings: PushSettings) -> StageSummary:
+    from annotate.stage2 import run_stage2_push
+
+    return _report_summary("stage2 push", run_stage2_push(ctx.config, count=settings.count,
+                                                          annotators=settings.annotators, overlap=settings.overlap))
+
+
+def _stage2_pull(ctx: PipelineContext, settings: PullSettings) -> StageSummary:
+    from annotate.stage2 import run_stage2_pull
+
+    return _report_summary("stage2 pull", run_stage2_pull(ctx.config, from_export=settings.from_export,
+                                                          send_back=settings.send_back,
+                                                          allow_stale=settings.allow_stale))
+
+
+def _junior_push(ctx: PipelineContext, settings: Any = None) -> StageSummary:
+    from annotate.junior import run_junior_push
+
+    return _report_summary("stage3 push", run_junior_push(ctx.config))
+
+
+def _junior_pull(ctx: PipelineContext, settings: PullSettings) -> StageSummary:
+    from annotate.junior import run_junior_pull
+
+    return _report_summary("stage3 pull", run_junior_pull(ctx.config, from_export=settings.from_export,
+                                                          send_back=settings.send_back))
+
+
+def _evaluate(ctx: PipelineContext, settings: EvaluateSettings) -> StageSummary:
+    from fcbench.evaluate.runner import evaluate_pipeline
+
+    result = evaluate_pipeline(ctx.config, settings.model, base_url=settings.base_url, split=settings.split,
+                               input_file=settings.input_file, limit=settings.limit, extra_turns=settings.extra_turns,
+                               batch=settings.batch, progress=settings.progress)
+    return StageSummary("evaluate", {"samples": result.samples, "ran": result.ran, "reused": result.reused},
+                        outputs={"trajectories": str(result.trajectories_path), "scores": str(result.scores_path),
+                                 "rejects": str(result.rejects_path)}, report=result)
+
+
+# The stages a person starts (annotation rounds, evaluation), through the same contract.
+ON_DEMAND_STAGES: dict[str, Stage] = {stage.name: stage for stage in (
+    Stage("stage2 push", reads=(DRAFTS,), writes=(), run=_stage2_push),
+    Stage("stage2 pull", reads=(DRAFTS, "stages.stage2.export_file"), writes=(TEMPLATES,), run=_stage2_pull),
+    Stage("stage3 push", reads=(CANDIDATES, TEMPLATES), writes=(), run=_junior_push),
+    Stage("stage3 pull", reads=(CANDIDATES,), writes=(FILLED_CANDIDATES,), run=_junior_pull),
+    Stage("evaluate", reads=("export/",), writes=("eval/<model>/",), run=_evaluate),
+)}
+
+
+def run_stage(name: str, pipeline: PipelineConfig, settings: Any = None, *, offline: bool = False,
+              force: bool = False) -> StageSummary:
+    """Run one stage by name (`stage1`, ..., `stage2 pull`, `evaluate`) through the contract."""
+    stages = {stage.name: stage for stage in STAGES} | ON_DEMAND_STAGES
+    if name not in stages:
+        raise UserError(f"unknown stage {name!r}, available: {', '.join(stages)}")
+    return stages[name].run(PipelineContext(pipeline, offline=offline, force=force), settings)

@@ -1,7 +1,9 @@
-"""The stage contract: every automatic stage is one function `run(ctx) -> StageSummary` over a
+"""The stage contract: every stage is one function `run(ctx, settings) -> StageSummary` over a
 `PipelineContext`, declaring the build files it reads and writes (as distilabel's steps declare
-their columns). `build-dataset run` composes the declared stages in order (fcbench.pipeline), and
-the same declarations let `pipelines --check` and a reader see the whole chain without running it.
+their columns). `settings` are what one invocation adds to the pipeline's own (a push's count, a
+pull's export file, the model to evaluate); the automatic stages need none. `build-dataset run`
+composes the automatic stages in order, and the CLI runs every stage through the same contract
+(fcbench.pipeline).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class StageSummary:
     reasons: dict[str, int] = field(default_factory=dict)
     outputs: dict[str, str] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
+    report: Any = None  # the stage's own full report, for the command that shows it (not in as_dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {"stage": self.stage, "counts": self.counts, "reasons": self.reasons, "outputs": self.outputs,
@@ -58,4 +61,4 @@ class Stage:
     name: str
     reads: tuple[str, ...]  # build files (or pipelines.yaml keys naming files) it reads
     writes: tuple[str, ...]  # build files it writes; no stage writes a file another stage writes
-    run: Callable[[PipelineContext], StageSummary]
+    run: Callable[[PipelineContext, Any], StageSummary]  # (context, this invocation's settings or None)

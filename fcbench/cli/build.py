@@ -123,9 +123,9 @@ def stage2_push(
     draft. Pushing again adds no duplicate and changes no task an annotator has touched.
     With --annotators N --overlap K each task is assigned to K of N annotators (from the pipeline's
     seed), recorded in the task data as `assigned_annotators`."""
-    from annotate.stage2 import run_stage2_push
+    from fcbench.pipeline import PushSettings, run_stage
 
-    summary = run_stage2_push(_load_pipeline(pipeline, file), count=count, annotators=annotators, overlap=overlap)
+    summary = run_stage("stage2 push", _load_pipeline(pipeline, file), PushSettings(count, annotators, overlap)).report
     _print_push(f"stage2 push {pipeline}", summary, as_json)
 
 
@@ -149,10 +149,10 @@ def stage2_pull(
     resolve, and the path re-executed in the pipeline's environment (or its kept responses
     consistent). Failures go to build/templates.rejects.jsonl with the exact problem; QA of what
     annotators fixed goes to build/stage2.qa.json."""
-    from annotate.stage2 import run_stage2_pull
+    from fcbench.pipeline import PullSettings, run_stage
 
-    report = run_stage2_pull(_load_pipeline(pipeline, file), from_export=from_export, send_back=send_back,
-                             allow_stale=allow_stale)
+    report = run_stage("stage2 pull", _load_pipeline(pipeline, file),
+                       PullSettings(from_export, send_back, allow_stale)).report
     _print_pull(f"stage2 pull {pipeline}", report, as_json)
 
 
@@ -177,10 +177,10 @@ def stage3_push(
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Send the candidates that need arguments (build/candidates.jsonl) with their fixed path to junior annotators."""
-    from annotate.junior import run_junior_push
+    from fcbench.pipeline import run_stage
 
     _require_annotators(annotators)
-    _print_push(f"stage3 push {pipeline}", run_junior_push(_load_pipeline(pipeline, file)), as_json)
+    _print_push(f"stage3 push {pipeline}", run_stage("stage3 push", _load_pipeline(pipeline, file)).report, as_json)
 
 
 @stage3_app.command("pull", epilog="Example:  build-dataset stage3 pull travel --annotators --send-back\n\n" + CONNECTION_HELP)
@@ -194,10 +194,10 @@ def stage3_pull(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Bring back the filled arguments into build/candidates.filled.jsonl (the filter reads it), with the same checks as stage2."""
-    from annotate.junior import run_junior_pull
+    from fcbench.pipeline import PullSettings, run_stage
 
     _require_annotators(annotators)
-    report = run_junior_pull(_load_pipeline(pipeline, file), from_export=from_export, send_back=send_back)
+    report = run_stage("stage3 pull", _load_pipeline(pipeline, file), PullSettings(from_export, send_back)).report
     _print_pull(f"stage3 pull {pipeline}", report, as_json)
 
 

@@ -118,14 +118,14 @@ def evaluate(
     finished samples are skipped and answered turns are replayed from the request cache."""
     from rich.progress import Progress
 
-    from fcbench.evaluate.runner import evaluate_pipeline
+    from fcbench.pipeline import EvaluateSettings, run_stage
 
     config = _load_pipeline(pipeline, file)
     with Progress(console=Console(stderr=True), transient=True, disable=as_json) as progress:
         task = progress.add_task(f"evaluate {model}", total=None)
-        result = evaluate_pipeline(config, model, base_url=base_url, split=split, input_file=input_file,
-                                   limit=limit, extra_turns=extra_turns, batch=batch,
-                                   progress=lambda done, total: progress.update(task, completed=done, total=total))
+        settings = EvaluateSettings(model, base_url, split, input_file, limit, extra_turns, batch,
+                                    progress=lambda done, total: progress.update(task, completed=done, total=total))
+        result = run_stage("evaluate", config, settings).report
     if as_json:
         print_json(result.as_dict())
         return
