@@ -162,17 +162,29 @@ def annotation_export(pipeline: PipelineConfig) -> Path:
     return path
 
 
-def _split_summary(stage: str, summary: dict[str, Any]) -> StageSummary:
+@dataclass(frozen=True)
+class InputSettings:
+    """An invocation's own input file instead of the previous stage's (`--input`)."""
+
+    input_file: Path | None = None
+
+
+def _input(settings: Any) -> Path | None:
+    return settings.input_file if isinstance(settings, InputSettings) else None
+
+
+def _split_summary(stage: str, summary: dict[str, Any], report: Any = None) -> StageSummary:
     rest = {k: v for k, v in summary.items() if k not in ("counts", "reasons", "outputs")}
     return StageSummary(stage, dict(summary.get("counts") or {}), dict(summary.get("reasons") or {}),
-                        dict(summary.get("outputs") or {}), rest)
+                        dict(summary.get("outputs") or {}), rest, report=report)
 
 
 def _stage1(ctx: PipelineContext, settings: Any = None) -> StageSummary:
     from generate.stage1 import run_stage1
 
     offline = not ctx.uses_llm or ctx.config.stages.stage1.offline
-    return _split_summary("stage1", run_stage1(ctx.config, offline=offline, force=ctx.force).summary)
+    result = run_stage1(ctx.config, offline=offline, force=ctx.force)
+    return _split_summary("stage1", result.summary, report=result)
 
 
 def _stage2_from_export(ctx: PipelineContext, settings: Any = None) -> StageSummary:
@@ -185,28 +197,29 @@ def _stage2_from_export(ctx: PipelineContext, settings: Any = None) -> StageSumm
 def _stage3(ctx: PipelineContext, settings: Any = None) -> StageSummary:
     from generate.stage3 import run_stage3
 
-    return _split_summary("stage3", run_stage3(ctx.config, offline=not ctx.uses_llm, force=ctx.force).summary)
+    result = run_stage3(ctx.config, offline=not ctx.uses_llm, from_file=_input(settings), force=ctx.force)
+    return _split_summary("stage3", result.summary, report=result)
 
 
 def _filter(ctx: PipelineContext, settings: Any = None) -> StageSummary:
-    filtered = run_filter_stage(ctx.config, offline=not ctx.uses_llm, force=ctx.force)
-    return StageSummary("filter", filtered.counts, filtered.reasons, filtered.outputs)
+    filtered = run_filter_stage(ctx.config, _input(settings), offline=not ctx.uses_llm, force=ctx.force)
+    return StageSummary("filter", filtered.counts, filtered.reasons, filtered.outputs, report=filtered)
 
 
 def _export(ctx: PipelineContext, settings: Any = None) -> StageSummary:
     from fcbench.export import run_export_stage
 
-    exported = run_export_stage(ctx.config)
+    exported = run_export_stage(ctx.config, _input(settings))
     return StageSummary("export", {"exported": exported.exported, "rejected": exported.rejected}, exported.reasons,
                         exported.outputs, {"exported": exported.exported, "splits": exported.splits,
-                                           "rejected": exported.rejected})
+                                           "rejected": exported.rejected}, report=exported)
 
 
 def _report(ctx: PipelineContext, settings: Any = None) -> StageSummary:
     from fcbench.report import write_report
 
     files = write_report(ctx.build_dir, title=ctx.config.name)
-    return StageSummary("report", outputs={"report": str(files.html), "report_json": str(files.json)})
+    return StageSummary("report", outputs={"report": str(files.html), "report_json": str(files.json)}, report=files)
 
 
 # The automatic stages in pipeline order, each with the files it reads and writes (under the build

@@ -54,9 +54,9 @@ def stage1_command(
     function calling against the pipeline's environment. Without one (or with --offline, or
     stages.stage1.offline: true) the graph sampler chains tools whose outputs feed later inputs.
     Writes build/drafts.jsonl, build/drafts.rejects.jsonl and build/stage1.summary.json."""
-    from generate.stage1 import run_stage1
+    from fcbench.pipeline import run_stage
 
-    result = run_stage1(_load_pipeline(pipeline, file, record, batch), offline=offline, force=force)
+    result = run_stage("stage1", _load_pipeline(pipeline, file, record, batch), offline=offline, force=force).report
     _print_generation_summary(f"stage1 {pipeline}", result.summary, as_json)
     counts = result.summary.get("counts", {})
     exit_if_nothing_kept(counts.get("drafts", 0) + counts.get("rejected", 0), counts.get("drafts", 0), "draft attempt",
@@ -220,9 +220,10 @@ def stage3_run(
     offline), `llm` (function calling along the fixed path) or `annotators` (left for the junior
     annotators: `stage3 push --annotators`). Variants are executed; repeats, dropped slot values and
     failures go to build/candidates.rejects.jsonl. Writes build/candidates.jsonl and build/stage3.summary.json."""
-    from generate.stage3 import run_stage3
+    from fcbench.pipeline import InputSettings, run_stage
 
-    result = run_stage3(_load_pipeline(pipeline, file, record, batch), offline=offline, from_file=from_file, force=force)
+    result = run_stage("stage3", _load_pipeline(pipeline, file, record, batch), InputSettings(from_file),
+                       offline=offline, force=force).report
     _print_generation_summary(f"stage3 run {pipeline}", result.summary, as_json)
     counts = result.summary.get("counts", {})
     exit_if_nothing_kept(counts.get("candidates", 0) + counts.get("rejected", 0), counts.get("candidates", 0),
@@ -251,10 +252,10 @@ def filter_command(
     configured) APIGen's semantic yes/no questions. Writes
     build/validated.jsonl, build/validated.rejects.jsonl (each with its reason) and
     build/filter.summary.json; a killed run resumes where it stopped."""
-    from fcbench.pipeline import run_filter_stage
+    from fcbench.pipeline import InputSettings, run_stage
 
     config = _load_pipeline(pipeline, file, record, batch)
-    summary = run_filter_stage(config, input_file, offline=offline, force=force)
+    summary = run_stage("filter", config, InputSettings(input_file), offline=offline, force=force).report
     if as_json:
         print_json(summary.as_dict())
     else:
@@ -299,9 +300,9 @@ def export(
     a copy per format listed in stages.export.formats (build/export/<format>/), and
     build/export.summary.json. Lines that cannot be exported go to build/export.rejects.jsonl
     with their reason. The same input and seed give byte-identical files."""
-    from fcbench.export import run_export_stage
+    from fcbench.pipeline import InputSettings, run_stage
 
-    summary = run_export_stage(_load_pipeline(pipeline, file), input_file)
+    summary = run_stage("export", _load_pipeline(pipeline, file), InputSettings(input_file)).report
     if as_json:
         print_json(summary.as_dict())
         return
@@ -334,10 +335,10 @@ def report(
     Shows dataset statistics, what annotators corrected (stage2.qa.json), rejects by reason per
     stage, and evaluation scores (eval/*/scores.json). Missing or broken stage files are listed
     under "problems" instead of stopping the report."""
-    from fcbench.report import write_report
+    from fcbench.pipeline import run_stage
 
     config = _load_pipeline(pipeline, file)
-    written = write_report(config.build_dir, title=pipeline)
+    written = run_stage("report", config).report
     if as_json:
         print_json(written.report.as_dict())
         return
