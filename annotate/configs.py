@@ -22,7 +22,9 @@ from fcbench.errors import UserError
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "label_config"
 # The tags fcbench's configs are written with; anything else is a typo the tools would not catch.
-KNOWN_TAGS = {"View", "Style", "Header", "HyperText", "Text", "Choices", "Choice", "TextArea"}
+KNOWN_TAGS = {"View", "Style", "Header", "HyperText", "Text", "Choices", "Choice", "TextArea", "Number"}
+# Where the stage2 config takes its generated call forms (annotate/call_form.py).
+FORM_MARKER = "<!-- fcbench:call-forms -->"
 _VARIABLE = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)$")
 
 
@@ -38,6 +40,7 @@ class ConfigSpec:
     controls: dict[str, str]  # control name -> tag
     data_fields: frozenset[str]  # `$field`s the config reads from task data
     choice_values: dict[str, frozenset[str]] = field(default_factory=dict)  # static choices per control
+    optional_fields: frozenset[str] = frozenset()  # carried by tasks, read only by generated parts
 
     @property
     def path(self) -> Path:
@@ -53,6 +56,7 @@ SENIOR = ConfigSpec(
               "drop_tools": "Choices", "error_flags": "Choices", "notes": "TextArea"},
     data_fields=frozenset({"feedback_html", "draft_html", "entry_options", "tool_options"}),
     choice_values={"verdict": VERDICTS, "error_flags": FLAG_VALUES},
+    optional_fields=frozenset({"ref_options"}),  # the call forms' reference pickers
 )
 JUNIOR = ConfigSpec(
     "stage3_junior.xml",
@@ -95,7 +99,7 @@ def contract_problems(xml: str, spec: ConfigSpec) -> list[str]:
                    if (match := _VARIABLE.match(element.get("value", "")))}
     for missing in sorted(spec.data_fields - read_fields):
         problems.append(f"task field ${missing} is not shown by any tag")
-    for unexpected in sorted(read_fields - spec.data_fields):
+    for unexpected in sorted(read_fields - spec.data_fields - spec.optional_fields):
         problems.append(f"task field ${unexpected} is read but tasks do not carry it")
     for name, expected in spec.choice_values.items():
         element = named.get(name)
@@ -141,9 +145,16 @@ def server_problems(client: Any, xml: str) -> list[str]:
     return [f"server answered {response.status_code}: {body}"]
 
 
-def validated_config(spec: ConfigSpec, client: Any | None = None, directory: Path | None = None) -> str:
-    """The config text, checked offline and (when a client is given) by the server."""
-    xml = load_config(spec, directory)
+def with_forms(xml: str, forms: str) -> str:
+    """The config with its generated call forms in place of the marker (no marker: unchanged)."""
+    return xml.replace(FORM_MARKER, forms)
+
+
+def validated_config(spec: ConfigSpec, client: Any | None = None, directory: Path | None = None,
+                     forms: str = "") -> str:
+    """The config text (with `forms` at its marker), checked offline and (when a client is given)
+    by the server."""
+    xml = with_forms(load_config(spec, directory), forms)
     validate_config(xml, spec)
     if client is not None:
         problems = server_problems(client, xml)

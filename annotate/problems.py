@@ -28,6 +28,8 @@ class ProblemCode(str, Enum):
     MISSING_DRAFT = "missing_draft"  # the task's data lacks the draft (not pushed by fcbench)
     MALFORMED_TASK = "malformed_task"  # the task itself (not the annotation) is broken in the export
     STALE_DRAFT = "stale_draft"  # the task's draft is not the current drafts.jsonl's (another stage1 run)
+    BAD_FORM = "bad_form"  # a call form that cannot be read (no label, bad step number, a value not of its type)
+    CONFLICTING_EDITS = "conflicting_edits"  # the forms and the raw JSON were both changed and disagree
 
 
 # Codes that are the annotator's own decision or a skip: never sent back, never "fixed".

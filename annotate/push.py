@@ -133,9 +133,13 @@ def list_tasks(client: Any, project_id: int) -> list[ExistingTask]:
 
 
 def push_tasks(connection: Connection, client: Any, title: str, spec: ConfigSpec, tasks: Sequence[dict[str, Any]],
-               model_version: str, batch_size: int = IMPORT_BATCH) -> PushSummary:
+               model_version: str, batch_size: int = IMPORT_BATCH, forms: str = "") -> PushSummary:
+    """Push the tasks. Every prediction is given `model_version`, the project's own: Label Studio
+    pre-fills a task served by "Label All Tasks" only from predictions of the project's model
+    version (opening a task from the list shows any prediction, which hid the difference)."""
+    tasks = [with_model_version(task, model_version) for task in tasks]
     with server_errors(connection, "checking the label config"):
-        xml = validated_config(spec, client)
+        xml = validated_config(spec, client, forms=forms)
     validator = PredictionValidator(xml)
     valid: list[dict[str, Any]] = []
     invalid: list[dict[str, Any]] = []
@@ -168,6 +172,13 @@ def push_tasks(connection: Connection, client: Any, title: str, spec: ConfigSpec
             counts[item.action.value] += 1
     summary.counts = counts
     return summary
+
+
+def with_model_version(task: dict[str, Any], model_version: str) -> dict[str, Any]:
+    predictions = task.get("predictions")
+    if not predictions or all(p.get("model_version") == model_version for p in predictions):
+        return task
+    return {**task, "predictions": [{**p, "model_version": model_version} for p in predictions]}
 
 
 def replace_untouched_task(client: Any, project_id: int, task_id: int, task: dict[str, Any]) -> None:

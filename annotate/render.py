@@ -9,6 +9,7 @@ blocks so nested arguments and responses read at a glance; very long responses a
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from html import escape
 from typing import Any, Iterable, Sequence
 
@@ -154,9 +155,22 @@ def feedback_html(problems: Sequence[str], when: str = "") -> str:
     if not problems:
         return ""
     items = "".join(f"<li>{escape(problem)}</li>" for problem in problems)
-    stamp = f" ({escape(when)})" if when else ""
+    stamp = f" (annotation of {escape(readable_time(when))})" if when else ""
     return (f'<div class="fcb"><div class="feedback"><b>Sent back by the checks{stamp}: '
             f"please fix and submit again</b><ul>{items}</ul></div></div>")
+
+
+def readable_time(stamp: str) -> str:
+    """An ISO timestamp from Label Studio (`2026-11-25T08:41:07.123456Z`) as people read it,
+    `2026-11-25 08:41 UTC`; a text that is not one is shown as it is."""
+    try:
+        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return stamp
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(timezone.utc)
+        return moment.strftime("%Y-%m-%d %H:%M UTC")
+    return moment.strftime("%Y-%m-%d %H:%M")
 
 
 def _short(value: Any) -> str:

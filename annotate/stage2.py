@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 from annotate.agreement import summarise_agreement
 from annotate.client import Connection, open_client, resolve_connection, server_errors
+from annotate.call_form import FormLayout, form_xml, formable_tools, slot_count
 from annotate.configs import SENIOR
 from annotate.files import sample_lines, write_lines
 from annotate.problems import Problem, ProblemCode
@@ -30,12 +31,12 @@ from annotate.qa import summarise
 from annotate.select import select_drafts
 from annotate.studio import StudioConfig
 from annotate.pulling import (PullReport, check_tasks, fetch_tasks, annotation_catalog, read_canonical, send_back_to_annotators)
-from annotate.tasks import STAGE2_KIND, draft_of, senior_task
+from annotate.tasks import DEFAULT_MODEL_VERSION, STAGE2_KIND, draft_of, senior_task
 from fcbench.context import DRAFTS, TEMPLATES
 from fcbench.config import PipelineConfig
 from fcbench.formats import read_samples
 from fcbench.jsonl import write_json, write_json_lines
-from fcbench.sample import Sample, sample_to_dict
+from fcbench.sample import Sample, Tool, sample_to_dict
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,8 @@ def run_stage2_push(pipeline: PipelineConfig, connection: Connection | None = No
     pending = [draft for draft in drafts if draft.id not in done]
     selected = select_drafts(pending, count or pipeline.stages.stage2.select)
     catalog = annotation_catalog(pipeline)
-    tasks = [senior_task(draft, model_version=_model_version(draft), catalog=catalog) for draft in selected]
+    layout = FormLayout(slot_count(drafts), formable_tools(pipeline_tools(pipeline, drafts)))
+    tasks = [senior_task(draft, catalog=catalog, form=layout) for draft in selected]
     studio = studio or StudioConfig()
     connection = connection or resolve_connection(studio)
     client = open_client(connection)
@@ -81,14 +83,23 @@ def run_stage2_push(pipeline: PipelineConfig, connection: Connection | None = No
                                {member.email: member.user_id for member in members})
         team = {"annotators": annotators, "overlap": overlap, "tasks_per_annotator": load,
                 "credentials": str(studio.credentials_file)}
-    summary = push_tasks(connection, client, project_title(pipeline), SENIOR, tasks, model_version="draft")
+    summary = push_tasks(connection, client, project_title(pipeline), SENIOR, tasks, model_version=DEFAULT_MODEL_VERSION,
+                         forms=form_xml(layout))
     summary.counts["already_gold"] = len(done)
     summary.team = team
     return summary
 
 
-def _model_version(draft: Sample) -> str:
-    return draft.provenance.model or "draft"
+def pipeline_tools(pipeline: PipelineConfig, drafts: Sequence[Sample]) -> list[Tool]:
+    """The tools the forms offer: the pipeline's catalog, else every tool the drafts carry."""
+    catalog = annotation_catalog(pipeline)
+    if catalog.by_sha:
+        return sorted(catalog.by_sha.values(), key=lambda tool: tool.name)
+    tools: dict[str, Tool] = {}
+    for draft in drafts:
+        for tool in draft.tools:
+            tools.setdefault(tool.name, tool)
+    return sorted(tools.values(), key=lambda tool: tool.name)
 
 
 # ------------------------------------------------------------------------------------------- pull

@@ -20,6 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from annotate import render
+from annotate.call_form import (FormLayout, form_prefill, form_values, formable_tools, path_fingerprint, read_form,
+                                reference_options, shown_form_fingerprint)
+from annotate.json_errors import describe_json_error
 from annotate.ambiguity import Ambiguity, find_ambiguities
 from annotate.entries import Path, deletions_by_label, response_entries, without_entries
 from annotate.problems import Problem, ProblemCode
@@ -135,6 +138,8 @@ def read_result(result: Sequence[Any]) -> dict[str, Any]:
         elif "choices" in value:
             choices = value["choices"]
             values[name] = [str(choice) for choice in choices] if isinstance(choices, list) else [str(choices)]
+        elif "number" in value:
+            values[name] = value["number"]
     return values
 
 
@@ -149,14 +154,14 @@ def parse_json_field(text: str | None, field_name: str) -> tuple[Any, Problem | 
     try:
         return json.loads(text), None
     except json.JSONDecodeError as exc:
-        return None, Problem(ProblemCode.BAD_JSON,
-                             f"{field_name} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
+        return None, Problem(ProblemCode.BAD_JSON, f"{field_name} is not valid JSON: {describe_json_error(text, exc)}")
 
 
 # -------------------------------------------------------------------------------------- stage2 push
 def senior_task(draft: Sample, model_version: str = DEFAULT_MODEL_VERSION,
-                catalog: ToolCatalog | None = None) -> dict[str, Any]:
-    """The task (data + prediction) that shows one draft to a senior annotator."""
+                catalog: ToolCatalog | None = None, form: FormLayout | None = None) -> dict[str, Any]:
+    """The task (data + prediction) that shows one draft to a senior annotator; with `form`, the
+    prediction also fills the call forms (annotate/call_form.py) from the draft."""
     flags = find_ambiguities(draft)
     flagged_entries = {entry for flag in flags for entry in flag.entries}
     flagged_tools = {tool for flag in flags for tool in flag.tools}
@@ -176,8 +181,13 @@ def senior_task(draft: Sample, model_version: str = DEFAULT_MODEL_VERSION,
         "ambiguity": [flag.as_dict() for flag in flags],
         "query": query,
         "path_json": format_path_json(draft.calls),
+        "ref_options": reference_options(draft.all_calls()),
     }
-    return {"data": data, "predictions": [senior_prediction(query, data["path_json"], model_version)]}
+    prediction = senior_prediction(query, data["path_json"], model_version)
+    if form is not None:
+        data["form_slots"] = form.slots
+        prediction["result"].extend(form_prefill(draft.calls, form))
+    return {"data": data, "predictions": [prediction]}
 
 
 def senior_prediction(query: str, path_json: str, model_version: str = DEFAULT_MODEL_VERSION) -> dict[str, Any]:
@@ -201,6 +211,7 @@ class SeniorAnswer:
     drop_tools: tuple[str, ...] = ()
     error_flags: tuple[str, ...] = ()
     notes: str = ""
+    form: dict[str, Any] = field(default_factory=dict)  # the call forms' controls (empty: no forms)
 
     @classmethod
     def from_result(cls, result: Sequence[Any]) -> "SeniorAnswer":
@@ -208,7 +219,8 @@ class SeniorAnswer:
         return cls(verdict=_single(values, "verdict"), query=values.get("query"), path_text=values.get("path_json"),
                    delete_entries=tuple(values.get("delete_entries", ())),
                    drop_tools=tuple(values.get("drop_tools", ())),
-                   error_flags=tuple(values.get("error_flags", ())), notes=values.get("notes", "") or "")
+                   error_flags=tuple(values.get("error_flags", ())), notes=values.get("notes", "") or "",
+                   form=form_values(values))
 
 
 @dataclass
@@ -248,7 +260,7 @@ def build_senior_correction(draft: Sample, answer: SeniorAnswer) -> Correction:
     correction = Correction(draft, None, verdict=answer.verdict, flags=answer.error_flags, notes=answer.notes,
                             dropped_tools=answer.drop_tools)
     problems = correction.problems
-    if answer.verdict is None and answer.query is None and answer.path_text is None:
+    if answer.verdict is None and answer.query is None and answer.path_text is None and not answer.form:
         problems.append(Problem(ProblemCode.EMPTY_SUBMISSION, "the submission is empty: nothing was filled in"))
         return correction
     if answer.verdict is None:
@@ -260,7 +272,7 @@ def build_senior_correction(draft: Sample, answer: SeniorAnswer) -> Correction:
     query = (answer.query or "").strip()
     if not query:
         problems.append(Problem(ProblemCode.EMPTY_QUERY, "the query is empty"))
-    steps = parse_path(answer.path_text, problems)
+    steps = edited_path(draft, answer, problems)
     if problems or steps is None:
         return correction
     correction.deletions, unreadable = deletions_by_label(answer.delete_entries)
@@ -273,6 +285,40 @@ def build_senior_correction(draft: Sample, answer: SeniorAnswer) -> Correction:
     update: dict[str, Any] = {"messages": with_query(draft.messages, query), "tools": tools, "calls": gold_steps}
     correction.sample = draft.model_copy(update=update)  # the new fields are new objects; the rest is read-only
     return correction
+
+
+def edited_path(draft: Sample, answer: SeniorAnswer, problems: list[Problem]) -> list[Step] | None:
+    """The gold path from the call forms and the raw JSON, which both start as the draft's path.
+
+    Precedence: the one the annotator changed is used; neither changed: the draft's path (from the
+    raw JSON, which also holds what a form cannot show); both changed: they must describe the same
+    path, otherwise the task is refused as `conflicting_edits` (nobody can tell which was meant).
+    A task without forms (pushed before them, or an export) is read from the raw JSON alone. What
+    the forms showed is rebuilt from the draft (pure and deterministic, so it is what push sent)."""
+    if not answer.form:
+        return parse_path(answer.path_text, problems)
+    form = read_form(answer.form, draft.tools)
+    shown_form = shown_form_fingerprint(draft.calls, FormLayout(10**6, formable_tools(draft.tools)))
+    form_changed = path_fingerprint(form.steps) != shown_form or bool(form.problems)
+    raw_changed = (answer.path_text or "").strip() != format_path_json(draft.calls).strip()
+    if not form_changed and not raw_changed:
+        return parse_path(answer.path_text, problems)
+    if not raw_changed:
+        problems.extend(Problem(ProblemCode.BAD_FORM, message) for message in form.problems)
+        if not form.steps and not form.problems:
+            problems.append(Problem(ProblemCode.BAD_SHAPE, "the forms hold no call: pick a tool for at least one call"))
+        return None if problems else form.steps
+    raw_problems: list[Problem] = []
+    raw = parse_path(answer.path_text, raw_problems)
+    if not form_changed:
+        problems.extend(raw_problems)
+        return raw
+    if raw_problems or form.problems or raw is None or path_fingerprint(raw) != path_fingerprint(form.steps):
+        problems.append(Problem(ProblemCode.CONFLICTING_EDITS,
+                                "both the call forms and the raw JSON were changed and they disagree: "
+                                "undo one of them (or make them describe the same path) and submit again"))
+        return None
+    return raw
 
 
 def with_query(messages: list[dict[str, Any]], query: str) -> list[dict[str, Any]]:

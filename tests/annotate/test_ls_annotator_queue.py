@@ -1,0 +1,80 @@
+"""An annotator's session in the real Label Studio UI (headless Chromium), through "Label All Tasks".
+
+The way people work: press "Label All Tasks" and take the tasks as the queue serves them, not
+opened one by one from the list. Each draft must arrive pre-filled (the query, the call forms and
+the raw JSON), so the annotator accepts one as shown, fixes one argument in a call form, deletes one
+ambiguous response entry and types a note without pressing "Add"; `stage2 pull` then turns the
+three submissions into gold. One server start (the session fixture), three tasks.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+
+from annotate.labeling_ui import browser_session
+from annotate.stage2 import run_stage2_pull, run_stage2_push
+from annotate.studio import read_credentials
+from annotate.tasks import format_path_json
+from ls_fixtures import drafts, studio, travel_environment, travel_tools  # noqa: F401  (fixtures)
+from ls_helpers import read_lines, write_drafts, write_pipeline
+
+QUEUE = ["hotels-paris", "airports-sydney", "hotels-rome-wrong"]
+NOTE = "Le Marais dropped: the query names no district"
+
+
+def test_annotator_corrects_drafts_through_the_queue_and_pull_makes_gold(studio, drafts, tmp_path) -> None:  # noqa: F811
+    pipeline = write_pipeline(tmp_path, name="queue")
+    write_drafts(pipeline, [drafts[sample_id] for sample_id in QUEUE])
+    pushed = run_stage2_push(pipeline, studio.connection)
+    assert pushed.counts["create"] == 3 and pushed.counts["invalid"] == 0
+    credentials = read_credentials(studio.config)
+    shown: dict[str, dict[str, str]] = {}
+    with contextmanager(browser_session)(studio.connection.url, credentials.username, credentials.password) as ui:
+        sample_id = ui.open_queue(pushed.project_id)
+        while sample_id is not None:
+            shown[sample_id] = ui.field_values()
+            if sample_id == "airports-sydney":  # correct as drafted: accept what is shown
+                ui.choose_verdict("accept")
+            elif sample_id == "hotels-rome-wrong":  # the draft searched Paris: fix that argument in the form
+                ui.choose_verdict("fix")
+                ui.set_form_argument(1, "query", "Rome")
+                ui.page.screenshot(path=str(tmp_path / "form-fix.png"))
+            elif sample_id == "hotels-paris":  # disambiguate: delete one of the candidate destinations
+                ui.choose_verdict("fix")
+                ui.tick_entry("var_1.data[1]")
+                ui.type_note(NOTE)
+            sample_id = ui.submit()
+
+    # the queue served every task, each pre-filled from its draft (one model version for both)
+    assert sorted(shown) == sorted(QUEUE)
+    for sample_id, fields in shown.items():
+        draft = drafts[sample_id]
+        assert fields["query"] == draft.messages[-1]["content"]
+        assert json.loads(fields["path_json"]) == json.loads(format_path_json(draft.calls))
+        first = draft.calls[0][0]
+        assert fields["c1_label"] == first.label and fields["c1_step"] == "1"
+        assert fields["c1__query"] == first.arguments["query"]
+    assert shown["hotels-paris"]["c2__dest_id"] == "$var_1.data[0].dest_id$"  # references arrive intact
+    assert (tmp_path / "form-fix.png").stat().st_size > 50_000
+
+    report = run_stage2_pull(pipeline, connection=studio.connection)
+    assert report.counts["gold"] == 3, report.failures
+    gold = {row["id"]: row for row in read_lines(pipeline.build_dir / "templates.jsonl")}
+    # accepted as shown: the draft's path, responses and all
+    assert gold["airports-sydney"]["calls"] == json.loads(json.dumps(
+        [[call.model_dump(mode="json") for call in step] for step in drafts["airports-sydney"].calls]))
+    # fixed in the form: the argument changed, the call re-executed (Rome's destinations), the
+    # reference of the next call kept and now reading Rome's first destination
+    rome = gold["hotels-rome-wrong"]["calls"]
+    assert rome[0][0]["arguments"] == {"query": "Rome"}
+    assert rome[0][0]["response"]["data"][0]["city_name"] == "Rome"
+    assert rome[1][0]["arguments"]["dest_id"] == "$var_1.data[0].dest_id$"
+    assert rome[1][0]["response"]["data"]["destination"]["name"] == "Rome"
+    # the ticked entry is gone from the response; the others stay
+    paris = gold["hotels-paris"]["calls"][0][0]["response"]["data"]
+    assert [entry["dest_id"] for entry in paris] == ["-2004001", "300402", "300403", "300404"]
+    qa = {row["id"]: row for row in json.loads((pipeline.build_dir / "stage2.qa.json").read_text())["samples"]}
+    assert qa["hotels-paris"]["entries_deleted"] == 1 and qa["airports-sydney"]["changed"] is False
+    # the note typed without pressing "Add" was kept on submit
+    assert gold["hotels-paris"]["meta"]["label_studio"]["notes"] == NOTE
