@@ -17,7 +17,8 @@ from annotate.ambiguity import Ambiguity
 from annotate.entries import ResponseEntry, parse_entry_id
 from fcbench.sample import Call, Sample, Tool
 
-MAX_RESPONSE_CHARS = 4000
+MAX_RESPONSE_CHARS = 4000  # shown at once; the rest of a response is folded
+MAX_FOLDED_CHARS = 2_000_000  # a 128k-token sample's responses fit; past this the page itself gets slow
 MAX_OPTION_CHARS = 180
 ENTRY_LINE_CHARS = 600
 
@@ -53,12 +54,22 @@ def _is_flat(value: dict[str, Any] | list[Any]) -> bool:
 
 
 def _pre(value: Any, limit: int | None = None) -> str:
+    """JSON in a <pre>; past `limit` characters the rest is folded in a <details> the annotator
+    opens to read it (the browser's find-in-page searches it), up to MAX_FOLDED_CHARS."""
     text = compact_json(value)
-    note = ""
-    if limit is not None and len(text) > limit:
-        note = f'<div class="muted">… {len(text) - limit} more characters not shown</div>'
-        text = text[:limit]
-    return f"<pre>{escape(text)}</pre>{note}"
+    if limit is None or len(text) <= limit:
+        return f"<pre>{escape(text)}</pre>"
+    cut = text.rfind("\n", 0, limit)
+    cut = cut if cut > 0 else limit
+    shown, rest = text[:cut], text[cut:].lstrip("\n")
+    dropped = ""
+    if len(rest) > MAX_FOLDED_CHARS:
+        dropped = f'<div class="muted">… {len(rest) - MAX_FOLDED_CHARS} more characters not shown</div>'
+        rest = rest[:MAX_FOLDED_CHARS]
+    lines = rest.count("\n") + 1
+    return (f"<pre>{escape(shown)}</pre>"
+            f'<details class="fold"><summary>{lines} more lines ({len(rest) // 1000} kB): open to read or search '
+            f"them</summary><pre>{escape(rest)}</pre></details>{dropped}")
 
 
 def last_user_text(sample: Sample) -> str:

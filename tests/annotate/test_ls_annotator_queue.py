@@ -78,3 +78,30 @@ def test_annotator_corrects_drafts_through_the_queue_and_pull_makes_gold(studio,
     assert qa["hotels-paris"]["entries_deleted"] == 1 and qa["airports-sydney"]["changed"] is False
     # the note typed without pressing "Add" was kept on submit
     assert gold["hotels-paris"]["meta"]["label_studio"]["notes"] == NOTE
+
+
+def test_a_task_with_500_kb_of_responses_opens_folded_and_searchable(studio, drafts, tmp_path) -> None:  # noqa: F811
+    """ComplexFuncBench-sized context: the labeling page opens, the long response is folded in a
+    <details> the annotator opens, find-in-page reaches the last entry, the page stays usable."""
+    base = drafts["hotels-paris"]
+    response = json.loads(json.dumps(base.calls[1][0].response))
+    template = response["data"]["hotels"][0]
+    hotels = [{**template, "hotel_id": 9_000_000 + n, "name": f"Far Hotel {n:05d}"} for n in range(1, 1400)]
+    response["data"]["hotels"] = hotels
+    assert len(json.dumps(response)) > 500_000
+    big = base.model_copy(update={"id": "hotels-paris-500kb",
+                                  "calls": [base.calls[0], [base.calls[1][0].model_copy(update={"response": response})]]})
+    pipeline = write_pipeline(tmp_path, name="large")
+    write_drafts(pipeline, [big])
+    pushed = run_stage2_push(pipeline, studio.connection)
+    credentials = read_credentials(studio.config)
+    with contextmanager(browser_session)(studio.connection.url, credentials.username, credentials.password) as ui:
+        assert ui.open_task(pushed.project_id, pushed.task_ids[0]) == "hotels-paris-500kb"
+        fold = ui.page.locator(".lsf-main-view details.fold").first
+        assert fold.evaluate("e => !e.open") and "open to read or search them" in fold.inner_text()
+        fold.locator("summary").click()
+        ui.page.wait_for_function("() => document.querySelector('.lsf-main-view details.fold').open")
+        assert ui.page.evaluate("(n) => window.find(n)", hotels[-1]["name"]) is True
+        ui.choose_verdict("accept")  # still usable: the controls answer
+        assert ui.page.locator(".lsf-main-view input[type=radio][name='accept']").is_checked()
+        assert ui.field_values()["c2__dest_id"] == "$var_1.data[0].dest_id$"
