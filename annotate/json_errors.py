@@ -15,11 +15,15 @@ _CLOSING = {"[": "]", "{": "}"}
 _OPENING = {"]": "[", "}": "{"}
 _NAMES = {"[": "bracket '['", "{": "brace '{'", "]": "bracket ']'", "}": "brace '}'"}
 MAX_LINE_SHOWN = 80
+_BRACKET_SYMPTOMS = {"Expecting ',' delimiter", "Extra data"}
 
 
 def describe_json_error(text: str, error: json.JSONDecodeError) -> str:
     where = f"line {error.lineno} column {error.colno}"
-    bracket = bracket_problem(text)
+    # Brackets explain the errors a missing or extra bracket gives (the reader then expects a comma,
+    # finds extra data, or runs out of text); other messages already point at the place.
+    about_brackets = error.msg in _BRACKET_SYMPTOMS or error.pos >= len(text.rstrip())
+    bracket = bracket_problem(text) if about_brackets else None
     if bracket is not None:
         return f"{bracket} (the JSON reader stopped at {where})"
     return f"{error.msg} at {where}{_near(text, error.lineno)}"

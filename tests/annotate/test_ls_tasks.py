@@ -171,7 +171,8 @@ def test_with_the_environment_the_same_deletion_gives_the_district_hotels(drafts
 
 @pytest.mark.parametrize(("edit", "code", "message"), [
     (lambda p: p.replace('"arguments": {"dest_id"', '"arguments": {{"dest_id"'), ProblemCode.BAD_JSON,
-     "the path JSON is not valid JSON: Expecting property name enclosed in double quotes at line 6 column 63"),
+     "the path JSON is not valid JSON: Expecting property name enclosed in double quotes at line 6 column 63 "
+     '(line 6: {"label": "var_2", "name": "Search_Hotels", "arguments": {{"dest_id": "$var_1.d…)'),
     (lambda p: p.replace('"Search_Hotels"', '"Search_Hotelz"'), ProblemCode.UNKNOWN_TOOL, None),
     (lambda p: p.replace("$var_1.data[0].dest_id$", "$var_9.data[0].dest_id$"), ProblemCode.BAD_REFERENCE,
      "call 'var_2' (Search_Hotels): reference $var_9.data[0].dest_id$ unknown_label: no call is labelled 'var_9'"),
