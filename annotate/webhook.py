@@ -54,7 +54,7 @@ from annotate.rework import REWORK_MARKERS_FIELD, real_annotations, server_task,
 from annotate.live_check import (ACTIONS, BadEvent, LiveCheck, annotation_key,
                                  check_from_outcome, parse_event, stored_checks, task_view)
 from annotate.pull import junior_builder, process_tasks, senior_builder
-from annotate.pulling import annotation_catalog, drafts_in_tasks, pipeline_environment
+from annotate.pulling import LazyEnvironment, annotation_catalog, drafts_in_tasks, pipeline_environment
 from annotate.studio import StudioConfig, StudioError
 from annotate.tasks import JUNIOR_KIND, STAGE2_KIND, ToolCatalog
 from annotate.team import ASSIGNED_FIELD, ASSIGNED_IDS_FIELD, OVERLAP_FIELD
@@ -97,6 +97,15 @@ class LiveChecker:
         self.client = client or open_client(connection)
         self.catalog: ToolCatalog = annotation_catalog(pipeline)
         self._users: dict[int, str] = {}
+        # With a tool catalog the environment's tools do not depend on the task: one environment
+        # serves every check (as one serves a whole pull), instead of starting workers per check.
+        self._shared: LazyEnvironment | None = None
+        if pipeline.tools_path is not None:
+            self._shared = pipeline_environment(pipeline, lambda: [])
+
+    def close(self) -> None:
+        if self._shared is not None:
+            self._shared.close()
 
     # -- reading
     def annotator(self, user_id: Any) -> str:
@@ -156,12 +165,14 @@ class LiveChecker:
         annotator = self.annotator(annotation.get("completed_by"))
         users = {annotation["completed_by"]: annotator} if isinstance(annotation.get("completed_by"), int) else {}
         # (the task API expands completed_by to the user; pull's reader takes either form)
-        environment = pipeline_environment(self.pipeline, lambda: drafts_in_tasks([alone], self.catalog))
+        environment = self._shared or pipeline_environment(self.pipeline,
+                                                            lambda: drafts_in_tasks([alone], self.catalog))
         try:
             outcomes = process_tasks([alone], data["kind"], builder, environment, users, stage, task.get("project"),
                                      self.catalog)
         finally:
-            environment.close()
+            if environment is not self._shared:
+                environment.close()
         return check_from_outcome(outcomes[0], annotation, annotator, _now())
 
     # -- the annotator's queue
@@ -322,6 +333,12 @@ class Receiver:
         self.stopping.set()
         self.server.shutdown()
         self.server.server_close()
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join(timeout=5)
+        close = getattr(self.checker, "close", None)
+        if close is not None:
+            close()
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         receiver = self

@@ -17,7 +17,11 @@ from annotate.live_check import annotation_key
 from annotate.push import VIEW_TITLE, find_project, list_tasks
 from annotate.client import raw_request
 from annotate.stage2 import Stage2Files, project_title, run_stage2_pull, run_stage2_push
-from annotate.tasks import choices_result
+from annotate.junior import JuniorFiles, run_junior_push
+from annotate.studio import read_credentials
+from annotate.tasks import choices_result, textarea_result
+from fcbench.jsonl import write_json_lines
+from fcbench.sample import sample_to_dict
 from annotate.webhook import SECRET_HEADER, WEBHOOK_PATH, read_receiver_state
 from fcbench.cli import app
 from ls_helpers import read_lines, write_drafts, write_pipeline
@@ -87,6 +91,13 @@ def test_webhook_checks_like_pull_sends_broken_work_back_and_loses_nothing(studi
         assert receiver["running"] and receiver["healthy"] and receiver["url"].startswith("http://127.0.0.1:")
         hooks = studio.client.webhooks.list(project=pushed.project_id)
         assert [hook.url for hook in hooks] == [receiver["url"]]  # registered on the real server, once
+        status = runner.invoke(app, ["studio", "status", "--dir", str(studio.config.root), "--json"])
+        shown = json.loads(status.stdout)
+        assert shown["webhook"]["running"] and shown["webhook"]["pipeline"] == "hook"
+        credentials = read_credentials(studio.config)
+        assert shown["login"] == {"url": f"{studio.connection.url}/user/login/", "username": credentials.username,
+                                  "credentials": str(studio.config.credentials_file)}
+        assert credentials.password not in status.stdout and credentials.token not in status.stdout
 
         # the push's view: the columns a lead sorts and filters on, the HTML payloads hidden
         views = raw_request(studio.client, "GET", "api/dm/views/", params={"project": pushed.project_id}).json()
@@ -172,6 +183,26 @@ def test_webhook_checks_like_pull_sends_broken_work_back_and_loses_nothing(studi
         assert sydney["data"]["live_checks"][str(other.id)]["annotator"] == "hook2@example.com"
         assert f"hook2@example.com (annotation {other.id})" in sydney["data"]["feedback_html"]
         assert list(sydney["data"]["rework_markers"]["by_user"]) == [str(second.id)]
+
+        # a junior-fill project pushed after the receiver started: found, listed the same way, checked
+        template = drafts["hotels-paris"]
+        blank = template.calls[0][0].model_copy(update={"arguments": {}})
+        candidate = template.model_copy(update={"id": "hotels-paris-v1", "calls": [[blank], template.calls[1]],
+                                                "meta": {"stage3": {"needs_arguments": True}}})
+        write_json_lines(JuniorFiles.in_dir(pipeline.build_dir).candidates, [sample_to_dict(candidate.model_copy(deep=True))])
+        junior = run_junior_push(pipeline, studio.connection)
+        views = raw_request(studio.client, "GET", "api/dm/views/", params={"project": junior.project_id}).json()
+        assert "tasks:data.variant_html" in next(item for item in views if item["data"]["title"] == VIEW_TITLE)[
+            "data"]["hiddenColumns"]["explore"]
+        hooked, _ = _wait(lambda: studio.client.webhooks.list(project=junior.project_id), timeout=15)
+        assert [hook.url for hook in hooked] == [receiver["url"]]
+        junior_task = studio.client.tasks.get(id=str(junior.task_ids[0]))
+        unfilled = studio.client.annotations.create(id=junior_task.id, lead_time=2.0, result=[
+            textarea_result("arguments_json", "variant", junior_task.data["arguments_json"]),
+            choices_result("verdict", "variant", ["filled"])])
+        check, waited = _wait(lambda: _check_of(studio, junior_task.id, unfilled.id))
+        assert check is not None and check["verdict"] == "needs fixing", waited
+        assert check["problems"] == ["call var_1: argument 'query' is still null"]
 
         # the receiver down: annotating still works at once, nothing is checked, pull still decides
         stopped = runner.invoke(app, ["studio", "webhook", "hook", *cli, "--stop"])
