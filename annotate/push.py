@@ -179,12 +179,13 @@ VIEW_TITLE = "fcbench tasks"
 # for the labeling page (HTML, JSON, the draft) and is hidden, including those the checks add later.
 VISIBLE_DATA = ("sample_id", "query", "domain", "n_calls", "n_steps", "n_warnings", "annotator", "verdict", "rework",
                 "assigned_annotators")
+NUMBER_DATA = ("n_calls", "n_steps", "n_warnings")
 LATER_DATA = ("feedback_html", "live_checks", "rework_markers")  # written by the checks after the push
 HIDDEN_BUILT_IN = ("tasks:inner_id", "tasks:annotations_results", "tasks:annotations_ids", "tasks:predictions_score",
                    "tasks:predictions_model_versions", "tasks:predictions_results", "tasks:file_upload",
                    "tasks:storage_filename", "tasks:updated_by", "tasks:comments", "tasks:comment_authors",
                    "tasks:unresolved_comment_count", "tasks:last_comment_updated_at", "tasks:draft_exists",
-                   "tasks:avg_lead_time", "tasks:total_predictions")
+                   "tasks:avg_lead_time", "tasks:total_predictions", "tasks:created_at", "tasks:updated_at")
 LABELING_VISIBLE = ("tasks:id", "tasks:data.sample_id", "tasks:data.verdict", "tasks:data.rework")
 
 
@@ -193,11 +194,14 @@ def task_view_data(data_keys: Iterable[str]) -> dict[str, Any]:
     hidden_data = sorted({f"tasks:data.{key}" for key in (*data_keys, *LATER_DATA) if key not in VISIBLE_DATA})
     explore = [*HIDDEN_BUILT_IN, *hidden_data]
     every = ["tasks:completed_at", "tasks:total_annotations", "tasks:cancelled_annotations", "tasks:annotators",
-             "tasks:created_at", "tasks:updated_at", *HIDDEN_BUILT_IN, *hidden_data,
+             *HIDDEN_BUILT_IN, *hidden_data,
              *(f"tasks:data.{key}" for key in VISIBLE_DATA)]
     labeling = [column for column in every if column not in LABELING_VISIBLE]
     return {"title": VIEW_TITLE, "type": "list", "target": "tasks",
             "hiddenColumns": {"explore": explore, "labeling": labeling},
+            # Label Studio types a data column by the label config's use of it (none here: String);
+            # counts filter and sort as numbers only when the view says so
+            "columnsDisplayType": {f"tasks:data.{key}": "Number" for key in NUMBER_DATA},
             "filters": {"conjunction": "and", "items": []}, "ordering": ["tasks:id"]}
 
 
@@ -222,9 +226,11 @@ def ensure_task_view(client: Any, project_id: int, data_keys: Iterable[str]) -> 
     merged = {mode: sorted(set(wanted["hiddenColumns"][mode]) | set(hidden.get(mode) or [])
                            - ({f"tasks:data.{key}" for key in VISIBLE_DATA} if mode == "explore" else set(LABELING_VISIBLE)))
               for mode in ("explore", "labeling")}
-    if merged != {mode: sorted(hidden.get(mode) or []) for mode in ("explore", "labeling")}:
-        updated = raw_request(client, "PATCH", f"api/dm/views/{ours['id']}/",
-                              json={"project": project_id, "data": {**current, "hiddenColumns": merged}})
+    types = {**(current.get("columnsDisplayType") or {}), **wanted["columnsDisplayType"]}
+    if (merged != {mode: sorted(hidden.get(mode) or []) for mode in ("explore", "labeling")}
+            or types != current.get("columnsDisplayType")):
+        updated = raw_request(client, "PATCH", f"api/dm/views/{ours['id']}/", json={
+            "project": project_id, "data": {**current, "hiddenColumns": merged, "columnsDisplayType": types}})
         updated.raise_for_status()
     return int(ours["id"])
 

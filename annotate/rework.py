@@ -11,6 +11,8 @@ not completed. So sending a task back to annotator A:
    submitted annotation and the marker), so nobody else is given A's rework.
 Once A's latest annotation passes, the overlap is restored and the marker deleted (in that order:
 Label Studio recomputes "completed" when an annotation is saved or deleted).
+Side effect of step 1, from the first send-back on: a task an annotator skips comes back to them
+too (at the end of their queue) instead of going to someone else.
 
 `pull` ignores the marker: a skip only matters for a task with no submitted annotation, and the
 marker exists only beside A's submitted one. The markers are listed in the task data

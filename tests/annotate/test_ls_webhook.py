@@ -106,6 +106,7 @@ def test_webhook_checks_like_pull_sends_broken_work_back_and_loses_nothing(studi
         assert {"tasks:data.draft_html", "tasks:data.entry_options", "tasks:data.tool_options",
                 "tasks:data.feedback_html", "tasks:data.live_checks"} <= hidden
         assert not {"tasks:data.domain", "tasks:data.n_calls", "tasks:data.verdict", "tasks:data.rework"} & hidden
+        assert view["data"]["columnsDisplayType"]["tasks:data.n_calls"] == "Number"
         assert tasks["hotels-paris"].data["n_calls"] == 2 and tasks["hotels-paris"].data["n_steps"] == 2
 
         # every kind of verdict, each seen on its task within seconds
@@ -144,6 +145,14 @@ def test_webhook_checks_like_pull_sends_broken_work_back_and_loses_nothing(studi
         assert paris["data"]["annotator"] == "fcbench-admin@example.com"
         assert paris["is_labeled"] is False  # no longer "completed" in the task list
         assert _task(studio, tasks["airports-sydney"].id)["data"]["rework"] == "no"
+        # a lead filters and sorts the task list by those columns (what the Data Manager asks the server)
+        lead_view = {**view["data"], "title": "to fix", "ordering": ["-tasks:data.n_warnings"],
+                     "filters": {"conjunction": "and", "items": [
+                         {"filter": "filter:tasks:data.rework", "operator": "equal", "type": "String", "value": "yes"},
+                         {"filter": "filter:tasks:data.n_warnings", "operator": "less", "type": "Number", "value": 5}]}}
+        created = raw_request(studio.client, "POST", "api/dm/views/", json={"project": pushed.project_id, "data": lead_view})
+        listed = raw_request(studio.client, "GET", "api/tasks/", params={"view": created.json()["id"], "fields": "task_only"})
+        assert [task["data"]["sample_id"] for task in listed.json()["tasks"]] == ["hotels-paris", "two-cities"]
         served = raw_request(studio.client, "GET", f"api/projects/{pushed.project_id}/next").json()
         assert served["id"] in {tasks["hotels-paris"].id, tasks["two-cities"].id}  # every other task is done
 
