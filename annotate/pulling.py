@@ -13,7 +13,9 @@ from annotate.client import Connection, open_client, resolve_connection, server_
 from annotate.problems import ProblemCode
 from annotate.pull import TaskOutcome, export_snapshot, process_tasks, read_export_file, user_emails
 from annotate.push import find_project, update_task_data
-from annotate.tasks import ToolCatalog, draft_of
+from annotate.live_check import verdict_of
+from annotate.rework import REWORK_MARKERS_FIELD, markers_of, server_task, sync_rework
+from annotate.tasks import ANNOTATOR_FIELD, REWORK_FIELD, VERDICT_FIELD, ToolCatalog, draft_of
 from fcbench.config import PipelineConfig
 from fcbench.context import pipeline_catalog
 from fcbench.environments import Environment
@@ -147,22 +149,36 @@ def drafts_in_tasks(tasks: Sequence[dict[str, Any]], catalog: ToolCatalog | None
 def send_back_feedback(connection: Connection, client: Any, outcomes: Sequence[TaskOutcome]) -> tuple[int, int]:
     """Show each failing task's problems at the top of its labeling page (the open-source server has
     no comments or review API, both answer 404: the task data's `feedback_html` is what the config
-    displays, and the Data Manager shows it as a column), and clear the note on tasks with nothing
-    left to fix. Returns (sent back, cleared)."""
+    displays), clear the note on tasks with nothing left to fix, fill the verdict and rework columns
+    of the task list, and send each task that needs fixing back to the queue of the annotator who
+    submitted it (`annotate.rework`; released once it passes). Returns (sent back, cleared)."""
     sent = cleared = 0
     with server_errors(connection, "sending tasks back"):
         for outcome in outcomes:
             data = dict(outcome.task_data)
             if outcome.needs_fixing:
                 when = outcome.annotation.updated_at if outcome.annotation else ""
-                feedback = render.feedback_html([problem.message for problem in outcome.problems
-                                                 if problem.code is not ProblemCode.CANCELLED], when or "")
-                if data.get("feedback_html") != feedback:
-                    data["feedback_html"] = feedback
-                    update_task_data(client, outcome.task_id, data)
+                data["feedback_html"] = render.feedback_html([problem.message for problem in outcome.problems
+                                                              if problem.code is not ProblemCode.CANCELLED], when or "")
                 sent += 1
             elif data.get("feedback_html"):  # passes now, or the annotator rejected or skipped it
                 data["feedback_html"] = ""
-                update_task_data(client, outcome.task_id, data)
                 cleared += 1
+            data.update(_list_columns(outcome))
+            rework_users = ({outcome.annotation.user_id} if outcome.needs_fixing and outcome.annotation is not None
+                            and outcome.annotation.user_id is not None else set())
+            if rework_users or markers_of(data):
+                task = server_task(client, outcome.task_id)
+                if task is not None:
+                    data[REWORK_MARKERS_FIELD] = sync_rework(client, task, rework_users).markers
+            if data != outcome.task_data:
+                update_task_data(client, outcome.task_id, data)
     return sent, cleared
+
+
+def _list_columns(outcome: TaskOutcome) -> dict[str, str]:
+    """The task list's verdict, rework and annotator columns from pull's outcome (the webhook
+    receiver writes the same words from the same checks)."""
+    return {VERDICT_FIELD: verdict_of(outcome.status, [problem.code.value for problem in outcome.problems]),
+            REWORK_FIELD: "yes" if outcome.needs_fixing else ("no" if outcome.annotation is not None else ""),
+            ANNOTATOR_FIELD: outcome.annotation.annotator if outcome.annotation is not None else ""}

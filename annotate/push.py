@@ -170,6 +170,8 @@ def push_tasks(connection: Connection, client: Any, title: str, spec: ConfigSpec
     for item in plan:
         if item.action in (Action.SKIP, Action.KEEP_TOUCHED):
             counts[item.action.value] += 1
+    with server_errors(connection, "setting up the task list"):
+        ensure_task_view(client, project_id, {key for task in tasks for key in task["data"]})
     summary.counts = counts
     return summary
 
@@ -179,6 +181,69 @@ def with_model_version(task: dict[str, Any], model_version: str) -> dict[str, An
     if not predictions or all(p.get("model_version") == model_version for p in predictions):
         return task
     return {**task, "predictions": [{**p, "model_version": model_version} for p in predictions]}
+
+
+# ------------------------------------------------------------------------------ the task list view
+VIEW_TITLE = "fcbench tasks"
+# Data Manager columns worth sorting and filtering on (task data fields from annotate/tasks.py's
+# listing_fields, plus the query and a team's assignment); every other data field is a payload
+# for the labeling page (HTML, JSON, the draft) and is hidden, including those the checks add later.
+VISIBLE_DATA = ("sample_id", "query", "domain", "n_calls", "n_steps", "n_warnings", "annotator", "verdict", "rework",
+                "assigned_annotators")
+NUMBER_DATA = ("n_calls", "n_steps", "n_warnings")
+LATER_DATA = ("feedback_html", "live_checks", "rework_markers")  # written by the checks after the push
+HIDDEN_BUILT_IN = ("tasks:inner_id", "tasks:annotations_results", "tasks:annotations_ids", "tasks:predictions_score",
+                   "tasks:predictions_model_versions", "tasks:predictions_results", "tasks:file_upload",
+                   "tasks:storage_filename", "tasks:updated_by", "tasks:comments", "tasks:comment_authors",
+                   "tasks:unresolved_comment_count", "tasks:last_comment_updated_at", "tasks:draft_exists",
+                   "tasks:avg_lead_time", "tasks:total_predictions", "tasks:created_at", "tasks:updated_at")
+LABELING_VISIBLE = ("tasks:id", "tasks:data.sample_id", "tasks:data.verdict", "tasks:data.rework")
+
+
+def task_view_data(data_keys: Iterable[str]) -> dict[str, Any]:
+    """The view's settings (pure): which columns show, in the list and beside the labeling page."""
+    hidden_data = sorted({f"tasks:data.{key}" for key in (*data_keys, *LATER_DATA) if key not in VISIBLE_DATA})
+    explore = [*HIDDEN_BUILT_IN, *hidden_data]
+    every = ["tasks:completed_at", "tasks:total_annotations", "tasks:cancelled_annotations", "tasks:annotators",
+             *HIDDEN_BUILT_IN, *hidden_data,
+             *(f"tasks:data.{key}" for key in VISIBLE_DATA)]
+    labeling = [column for column in every if column not in LABELING_VISIBLE]
+    return {"title": VIEW_TITLE, "type": "list", "target": "tasks",
+            "hiddenColumns": {"explore": explore, "labeling": labeling},
+            # Label Studio types a data column by the label config's use of it (none here: String);
+            # counts filter and sort as numbers only when the view says so
+            "columnsDisplayType": {f"tasks:data.{key}": "Number" for key in NUMBER_DATA},
+            "filters": {"conjunction": "and", "items": []}, "ordering": ["tasks:id"]}
+
+
+def ensure_task_view(client: Any, project_id: int, data_keys: Iterable[str]) -> int:
+    """The project's fcbench view (first tab), created or brought up to date; its id. Columns the
+    view already hides stay hidden (a later push may carry fewer fields)."""
+    wanted = task_view_data(data_keys)
+    response = raw_request(client, "GET", "api/dm/views/", params={"project": project_id})
+    response.raise_for_status()
+    views = [view for view in response.json() if isinstance(view, dict)]
+    ours = next((view for view in views if (view.get("data") or {}).get("title") == VIEW_TITLE), None)
+    if ours is None:
+        created = raw_request(client, "POST", "api/dm/views/", json={"project": project_id, "data": wanted})
+        created.raise_for_status()
+        view_id = int(created.json()["id"])
+        others = [int(view["id"]) for view in views]
+        if others:  # ours first: it is the tab the Data Manager opens on
+            raw_request(client, "POST", "api/dm/views/order/", json={"project": project_id, "ids": [view_id, *others]})
+        return view_id
+    current = ours.get("data") or {}
+    hidden = current.get("hiddenColumns") or {}
+    merged = {mode: sorted(set(wanted["hiddenColumns"][mode]) | set(hidden.get(mode) or [])
+                           - ({f"tasks:data.{key}" for key in VISIBLE_DATA} if mode == "explore" else set(LABELING_VISIBLE)))
+              for mode in ("explore", "labeling")}
+    types = {**(current.get("columnsDisplayType") or {}), **wanted["columnsDisplayType"]}
+    if (merged != {mode: sorted(hidden.get(mode) or []) for mode in ("explore", "labeling")}
+            or types != current.get("columnsDisplayType")):
+        updated = raw_request(client, "PATCH", f"api/dm/views/{ours['id']}/", json={
+            "project": project_id, "data": {**current, "hiddenColumns": merged, "columnsDisplayType": types}})
+        updated.raise_for_status()
+    return int(ours["id"])
 
 
 def replace_untouched_task(client: Any, project_id: int, task_id: int, task: dict[str, Any]) -> None:

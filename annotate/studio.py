@@ -19,6 +19,8 @@ Choices made here, and why:
   since a preset token answers 401 otherwise;
 - unprefixed USERNAME/PASSWORD/PORT/HOST/USER_TOKEN are removed from the server's environment:
   Label Studio reads them as fallbacks.
+- SSRF protection off: webhooks to the loopback receiver (annotate/webhook.py, `studio webhook`)
+  are refused otherwise (`build-dataset studio stop` stops that receiver with the server).
 - PostgreSQL for teams: `database="postgresql"` runs Label Studio on the database
   `annotate.postgres` provides: the server named by FCBENCH_STUDIO_DATABASE_URL, else one given by
   Label Studio's own POSTGRE_NAME/USER/PASSWORD/HOST/PORT variables when all are set, else the
@@ -215,6 +217,9 @@ def server_environment(config: StudioConfig, credentials: Credentials,
         "LABEL_STUDIO_USER_TOKEN": credentials.token,
         "LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN": "true",
         "LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK": "true",
+        # the webhook receiver (annotate/webhook.py) listens on loopback, which Label Studio's
+        # SSRF protection refuses as a webhook URL; the server itself is bound to loopback only
+        "SSRF_PROTECTION_ENABLED": "false",
         "PYTHONUNBUFFERED": "1",
     })
     for name in (*POSTGRES_VARIABLES, "DJANGO_DB", "FCBENCH_STUDIO_DATABASE_URL"):

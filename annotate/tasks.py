@@ -157,6 +157,23 @@ def parse_json_field(text: str | None, field_name: str) -> tuple[Any, Problem | 
         return None, Problem(ProblemCode.BAD_JSON, f"{field_name} is not valid JSON: {describe_json_error(text, exc)}")
 
 
+# ------------------------------------------------------------------------ Data Manager columns
+# Plain task-data fields the project view made by push shows as sortable, filterable columns (the
+# HTML payloads are hidden there). The checks fill the last three: the webhook receiver
+# (annotate/webhook.py) and `pull --send-back`.
+VERDICT_FIELD = "verdict"
+REWORK_FIELD = "rework"
+ANNOTATOR_FIELD = "annotator"
+LISTING_FIELDS = ("sample_id", "domain", "n_calls", "n_steps", "n_warnings", ANNOTATOR_FIELD, VERDICT_FIELD,
+                  REWORK_FIELD)
+
+
+def listing_fields(sample: Sample, warnings: int = 0) -> dict[str, Any]:
+    domain = sample.domain if isinstance(sample.domain, str) else ", ".join(str(item) for item in sample.domain or [])
+    return {"domain": domain, "n_calls": len(sample.all_calls()), "n_steps": len(sample.calls),
+            "n_warnings": warnings, ANNOTATOR_FIELD: "", VERDICT_FIELD: "", REWORK_FIELD: ""}
+
+
 # -------------------------------------------------------------------------------------- stage2 push
 def senior_task(draft: Sample, model_version: str = DEFAULT_MODEL_VERSION,
                 catalog: ToolCatalog | None = None, form: FormLayout | None = None) -> dict[str, Any]:
@@ -183,6 +200,7 @@ def senior_task(draft: Sample, model_version: str = DEFAULT_MODEL_VERSION,
         "path_json": format_path_json(draft.calls),
         "ref_options": reference_options(draft.all_calls()),
     }
+    data.update(listing_fields(draft, len(flags)))
     prediction = senior_prediction(query, data["path_json"], model_version)
     if form is not None:
         data["form_slots"] = form.slots
@@ -468,6 +486,7 @@ def junior_task(candidate: Sample, template: Sample | None = None,
         "feedback_html": "",
         "arguments_json": arguments_json,
     }
+    data.update(listing_fields(candidate))
     prediction = {"model_version": model_version,
                   "result": [textarea_result("arguments_json", JUNIOR_OBJECT, arguments_json)]}
     return {"data": data, "predictions": [prediction]}

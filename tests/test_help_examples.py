@@ -29,6 +29,8 @@ NOT_RUN = {
     "build-dataset studio start --port 8089": "starts Label Studio (tests/annotate/test_ls_server.py starts it for real)",
     "build-dataset studio start --database postgresql --dir /srv/fcbench-studio": "starts Label Studio on PostgreSQL "
     "(tests/annotate/test_ls_team.py)",
+    "build-dataset studio webhook travel": "needs a running Label Studio (tests/annotate/test_ls_webhook.py)",
+    "build-dataset studio start --webhook travel": "starts Label Studio and the receiver (test_ls_webhook.py)",
     "build-dataset stage2 push travel": "needs a running Label Studio (tests/annotate/test_ls_server.py)",
     "build-dataset stage2 push travel --annotators 5 --overlap 2": "needs a running Label Studio (test_ls_team.py)",
     "build-dataset stage2 pull travel --send-back": "needs a running Label Studio (tests/annotate/test_ls_server.py)",

@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 import typer
 
-from fcbench.cli.common import (app, console, print_json,
+from fcbench.cli.common import (_load_pipeline, app, console, print_json,
                                 user_errors)
 from fcbench.errors import UserError
 
@@ -35,13 +35,45 @@ def _studio_config(studio_dir: Optional[Path], port: Optional[int] = None, datab
     return StudioConfig(root=root, port=port, database=database)  # type: ignore[arg-type]
 
 
-def _print_studio_status(status: Any, as_json: bool) -> None:
+def _print_studio_status(status: Any, as_json: bool, config: Any = None, receiver: Any = None) -> None:
+    login = _login(config) if config is not None and status.running else None
     if as_json:
-        print_json(status.as_dict())
+        data = status.as_dict()
+        if login:
+            data["login"] = login
+        if receiver is not None:
+            data["webhook"] = receiver.as_dict()
+        print_json(data)
         return
     state = "running" if status.running and status.healthy else ("not answering" if status.running else "stopped")
     where = f" at {status.url} (pid {status.pid})" if status.running else ""
     console.print(f"studio {state}{where}; data in {status.root}", highlight=False, soft_wrap=True)
+    if login:
+        console.print(f"log in at {login['url']} as {login['username']} (password: \"password\" in "
+                      f"{login['credentials']}; annotator accounts are listed there too)", highlight=False,
+                      soft_wrap=True, markup=False)
+    if receiver is not None:
+        _print_receiver(receiver)
+
+
+def _login(config: Any) -> dict[str, str] | None:
+    """Who to log in as (never the password itself: it stays in the 0600 credentials file)."""
+    from annotate.studio import StudioError, read_credentials
+
+    try:
+        username = read_credentials(config).username
+    except (StudioError, OSError, ValueError, KeyError):
+        return None
+    return {"url": f"{config.url}/user/login/", "username": username, "credentials": str(config.credentials_file)}
+
+
+def _print_receiver(receiver: Any) -> None:
+    if receiver.running:
+        console.print(f"webhook receiver for pipeline {receiver.pipeline} at {receiver.url} (pid {receiver.pid})"
+                      + ("" if receiver.healthy else ", not answering"), highlight=False, soft_wrap=True)
+    else:
+        console.print("webhook receiver: not running (build-dataset studio webhook PIPELINE)", highlight=False,
+                      soft_wrap=True)
 
 
 @studio_app.command("start", epilog="Examples:\n\n  build-dataset studio start --port 8089\n\n"
@@ -56,16 +88,29 @@ def studio_start(
                                  "$FCBENCH_STUDIO_DATABASE_URL (postgresql://user:password@host:port/name), else "
                                  "the studio's own PostgreSQL under <dir>/postgres (Debian's postgresql, "
                                  "127.0.0.1, started and stopped with the studio)."),
+    webhook: Optional[str] = typer.Option(None, "--webhook", help="Also start the webhook receiver that checks "
+                                          "this pipeline's annotations as they are submitted (see studio webhook)."),
+    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file (with --webhook)."),
     as_json: bool = typer.Option(False, "--json", help="Print the status as JSON."),
 ) -> None:
     """Start Label Studio on loopback with its own data dir, an admin and an API token.
 
-    The admin password and token are created on the first start and kept in <dir>/credentials.json
-    (mode 0600); the token is never printed. Analytics and update checks are off, sign-up is closed.
-    A fresh database takes about half a minute (migrations)."""
+    Prints the URL and the user to log in as. The admin password and token are created on the
+    first start and kept in <dir>/credentials.json (mode 0600); neither is printed. Analytics and
+    update checks are off, sign-up is closed. A fresh database takes about half a minute (migrations)."""
     from annotate.studio import start
 
-    _print_studio_status(start(_studio_config(studio_dir, port, database)), as_json)
+    config = _studio_config(studio_dir, port, database)
+    status = start(config)
+    receiver = _start_receiver(config, webhook, file) if webhook else None
+    _print_studio_status(status, as_json, config, receiver)
+
+
+def _start_receiver(config: Any, pipeline: str, file: Path) -> Any:
+    from annotate.webhook import start_receiver
+
+    _load_pipeline(pipeline, file)  # a typo in the name is one clear error here, not a dead background process
+    return start_receiver(config, pipeline, file)
 
 
 @studio_app.command("stop", epilog="Example:  build-dataset studio stop")
@@ -74,10 +119,14 @@ def studio_stop(
     studio_dir: Optional[Path] = typer.Option(None, "--dir", help="Studio folder."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
-    """Stop the Label Studio server started from this studio folder (its data is kept)."""
+    """Stop the Label Studio server started from this studio folder (its data is kept), and its
+    webhook receiver."""
     from annotate.studio import stop
+    from annotate.webhook import stop_receiver
 
-    stopped = stop(_studio_config(studio_dir))
+    config = _studio_config(studio_dir)
+    stop_receiver(config)
+    stopped = stop(config)
     if as_json:
         print_json({"stopped": stopped})
     else:
@@ -90,10 +139,71 @@ def studio_status(
     studio_dir: Optional[Path] = typer.Option(None, "--dir", help="Studio folder."),
     as_json: bool = typer.Option(False, "--json", help="Print the status as JSON."),
 ) -> None:
-    """Say whether the studio's server runs and answers, and where."""
+    """Say whether the studio's server and its webhook receiver run and answer, where, and who to log in as."""
     from annotate.studio import status
+    from annotate.webhook import receiver_status
 
-    _print_studio_status(status(_studio_config(studio_dir)), as_json)
+    config = _studio_config(studio_dir)
+    _print_studio_status(status(config), as_json, config, receiver_status(config))
+
+
+@studio_app.command("webhook", epilog="Examples:\n\n  build-dataset studio webhook travel\n\n"
+                    "  build-dataset studio webhook travel --stop\n\n"
+                    "  build-dataset studio start --webhook travel   (the server and the receiver at once)")
+@user_errors
+def studio_webhook(
+    pipeline: str = typer.Argument(..., help="The pipeline whose stage2 and junior-fill projects are checked."),
+    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
+    studio_dir: Optional[Path] = typer.Option(None, "--dir", help="Studio folder."),
+    port: int = typer.Option(0, "--port", min=0, max=65535, help="Port on 127.0.0.1 (0 picks a free one)."),
+    stop: bool = typer.Option(False, "--stop", help="Stop the receiver instead."),
+    foreground: bool = typer.Option(False, "--foreground", help="Run in this terminal until Ctrl-C (the background "
+                                    "process runs this)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the status as JSON."),
+) -> None:
+    """Check every annotation as it is submitted or updated, and show the result on its task.
+
+    Starts a receiver in the background (one per studio, on a free loopback port; pid, URL and
+    secret in <dir>/webhook.json, log in <dir>/webhook.log) and registers a Label Studio webhook
+    on the pipeline's stage2 and junior-fill projects (projects pushed later are found within
+    seconds). Each annotation gets pull's own checks (JSON, schema, references, re-execution in
+    the pipeline's environment); the verdict goes to the task's feedback and its verdict, rework
+    and annotator columns, and a task that needs fixing goes back to the queue of the annotator who
+    submitted it until their annotation passes. `pull` still reads every annotation and decides:
+    with the receiver down nothing is lost. `studio stop` stops it with the server."""
+    from annotate.webhook import receiver_status, stop_receiver
+
+    config = _studio_config(studio_dir)
+    if stop:
+        stopped = stop_receiver(config)
+        if as_json:
+            print_json({"stopped": stopped})
+        else:
+            print("webhook receiver stopped" if stopped else "webhook receiver was not running")
+        return
+    if foreground:
+        _serve_receiver(config, pipeline, file, port)
+        return
+    from annotate.webhook import start_receiver
+
+    _load_pipeline(pipeline, file)
+    start_receiver(config, pipeline, file, port)
+    receiver = receiver_status(config)
+    if as_json:
+        print_json(receiver.as_dict())
+    else:
+        _print_receiver(receiver)
+
+
+def _serve_receiver(config: Any, pipeline_name: str, file: Path, port: int) -> None:
+    from annotate.client import resolve_connection
+    from annotate.junior import junior_project_title
+    from annotate.stage2 import project_title
+    from annotate.webhook import serve_receiver
+
+    pipeline = _load_pipeline(pipeline_name, file)
+    serve_receiver(config, pipeline, [project_title(pipeline), junior_project_title(pipeline)],
+                   resolve_connection(config), port)
 
 
 # ------------------------------------------------------------------------------------------ mock-llm

@@ -63,11 +63,22 @@ class Studio:
         self.client = open_client(self.connection)
 
 
+_RUNNING: list[Studio] = []  # the one server of the test session (see `studio`)
+
+
 @pytest.fixture(scope="session")
 def studio(tmp_path_factory) -> Iterator[Studio]:
+    """One server for the whole session. Each module imports this fixture by name, and pytest keeps
+    a session fixture per module that defines it: without this cache every module would start its
+    own server (half a minute to two minutes each on a loaded machine)."""
+    if _RUNNING:
+        yield _RUNNING[0]
+        return
     config = StudioConfig(root=tmp_path_factory.mktemp("studio"), port=free_port())
     start(config)
+    _RUNNING.append(Studio(config))
     try:
-        yield Studio(config)
+        yield _RUNNING[0]
     finally:
+        _RUNNING.clear()
         stop(config)

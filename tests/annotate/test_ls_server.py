@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from annotate.client import Connection, ServerError
+from annotate.client import Connection, ServerError, raw_request
 from annotate.junior import JuniorFiles, junior_project_title, run_junior_pull, run_junior_push
 from annotate.pull import export_snapshot
 from annotate.push import find_project, list_tasks
@@ -116,12 +116,21 @@ def test_pull_checks_sends_back_and_keeps_gold_across_pulls(studio, drafts, anno
     # the annotator sees the problem on the labeling page, fixes the annotation, and it passes
     sent_back = studio.client.tasks.get(id=str(tasks["hotels-paris"].id)).data["feedback_html"]
     assert "Expecting value at line 1 column 30" in sent_back and "please fix and submit again" in sent_back
+    # marked in the task list, and back in the queue of its annotator (the admin here) until fixed
+    paris = raw_request(studio.client, "GET", f"api/tasks/{tasks['hotels-paris'].id}").json()
+    assert (paris["data"]["verdict"], paris["data"]["rework"]) == ("needs fixing", "yes") and not paris["is_labeled"]
+    assert studio.client.tasks.get(id=str(tasks["airports-sydney"].id)).data["verdict"] == "passes"
+    served = raw_request(studio.client, "GET", f"api/projects/{paris['project']}/next").json()
+    # (skipped tasks now come back to their annotator too: two-cities, skipped, may be served first)
+    assert served["id"] in {tasks["hotels-paris"].id, tasks["two-cities"].id} and served["queue"] == "Skipped queue"
     fixed_result = [region for region in broken.result if region["from_name"] != "path_json"]
     fixed_result.append(textarea_result("path_json", "draft", tasks["hotels-paris"].data["path_json"]))
     studio.client.annotations.update(id=broken.id, result=fixed_result)
     second = run_stage2_pull(pipeline, send_back=True, connection=studio.connection)
     assert second.counts["gold"] == 3 and second.counts["feedback_cleared"] == 1 and second.counts["sent_back"] == 0
     assert studio.client.tasks.get(id=str(tasks["hotels-paris"].id)).data["feedback_html"] == ""
+    paris = raw_request(studio.client, "GET", f"api/tasks/{tasks['hotels-paris'].id}").json()
+    assert paris["is_labeled"] and paris["data"]["rework"] == "no" and [a["id"] for a in paris["annotations"]] == [broken.id]
 
     # a second annotation of one task: agreement by the shared scorer
     _annotate(studio, tasks["airports-sydney"], {"path_json": tasks["airports-sydney"].data["path_json"]

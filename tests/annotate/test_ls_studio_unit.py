@@ -134,3 +134,17 @@ def _free() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def test_the_server_accepts_loopback_webhooks_and_start_prints_who_to_log_in_as(tmp_path: Path, capsys) -> None:
+    from annotate.studio import StudioStatus
+    from fcbench.cli.servers import _print_studio_status
+
+    config = StudioConfig(root=tmp_path, port=18089)
+    credentials = load_or_create_credentials(config)
+    assert server_environment(config, credentials)["SSRF_PROTECTION_ENABLED"] == "false"  # the receiver is on loopback
+    _print_studio_status(StudioStatus(True, True, config.url, 4242, tmp_path), False, config)
+    printed = capsys.readouterr().out
+    assert f"log in at {config.url}/user/login/ as {credentials.username}" in printed
+    assert str(config.credentials_file) in printed
+    assert credentials.password not in printed and credentials.token not in printed
