@@ -9,8 +9,10 @@ ways of editing. Needs the Debian `chromium` package and `playwright` from PyPI 
 
 from __future__ import annotations
 
+import os
 import re
 import time
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -18,8 +20,6 @@ from annotate.call_form import select_class
 from annotate.screenshot import CHROMIUM, CHROMIUM_ARGS
 
 RENDER_TIMEOUT_MS = 180_000  # a loaded 2-core machine renders a large task in tens of seconds
-# the editor has rendered a task once its draft (HyperText) and a text field are in the page
-RENDERED = "() => document.querySelector('.lsf-main-view .fcb') && document.querySelector('.lsf-main-view textarea')"
 _SAMPLE = re.compile(r"sample (\S+) ·")
 
 
@@ -45,31 +45,42 @@ class LabelingSession:
         return self._wait_task(time.monotonic())
 
     def _wait_task(self, started: float, previous: str | None = None) -> str:
-        self.page.wait_for_function(
-            "(previous) => { const d = document.querySelector('.lsf-main-view .fcb');"
-            " if (!d || !document.querySelector('.lsf-main-view textarea')) return false;"
-            " const m = /sample (\\S+) ·/.exec(d.innerText); return m && m[1] !== previous; }",
-            arg=previous, polling=200, timeout=RENDER_TIMEOUT_MS)
+        self._wait_for(
+            "(previous) => { const v = document.querySelector('.lsf-main-view');"
+            " if (!v || !v.querySelector('.fcb') || !v.querySelector('textarea')) return false;"
+            " const m = /sample (\\S+) ·/.exec(v.innerText); return m && m[1] !== previous; }",
+            previous)
         self.render_seconds.append(time.monotonic() - started)
         return self.sample_id()
 
     def sample_id(self) -> str:
-        match = _SAMPLE.search(self.page.inner_text(".lsf-main-view .fcb"))
+        # the draft's header ("sample ID · domain"); a sent-back task shows its feedback above it
+        match = _SAMPLE.search(self.page.inner_text(".lsf-main-view"))
         if match is None:
             raise AssertionError("the labeling page shows no fcbench draft")
         return match.group(1)
 
     def submit(self) -> str | None:
         """Submit and wait for the queue's next task (None when the queue is empty)."""
+        current = self.press_submit()
+        return self.wait_next(current)
+
+    def press_submit(self) -> str:
+        """Press Submit (the annotation is saved right after); the sample id it was for."""
         current = self.sample_id()
         self._click(self.page.locator(".lsf-bottombar button", has_text="Submit").first)
+        return current
+
+    def wait_next(self, current: str) -> str | None:
+        """Wait until the queue shows a task other than `current` (None: the queue is empty)."""
         started = time.monotonic()
-        self.page.wait_for_function(
+        self._wait_for(
             "(current) => { if (/No more tasks|all tasks|Label All Tasks/i.test(document.body.innerText)"
             " && !document.querySelector('.lsf-main-view .fcb')) return true;"
-            " const d = document.querySelector('.lsf-main-view .fcb');"
-            " const m = d && /sample (\\S+) ·/.exec(d.innerText); return m && m[1] !== current; }",
-            arg=current, polling=200, timeout=RENDER_TIMEOUT_MS)
+            " const v = document.querySelector('.lsf-main-view');"
+            " const m = v && v.querySelector('.fcb') && /sample (\\S+) ·/.exec(v.innerText);"
+            " return m && m[1] !== current; }",
+            current)
         if self.page.query_selector(".lsf-main-view .fcb") is None:
             return None
         self.render_seconds.append(time.monotonic() - started)
@@ -139,6 +150,20 @@ class LabelingSession:
         self.actions += len(new)
         self.page.keyboard.press("Tab")
         self.actions += 1
+
+    def _wait_for(self, script: str, arg: Any) -> None:
+        """Wait for a page condition; on timeout, fail with what the page shows (and a screenshot
+        when FCBENCH_UI_DEBUG_DIR is set), not only playwright's timeout."""
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+        try:
+            self.page.wait_for_function(script, arg=arg, polling=200, timeout=RENDER_TIMEOUT_MS)
+        except PlaywrightTimeout:
+            folder = os.environ.get("FCBENCH_UI_DEBUG_DIR")
+            if folder:
+                self.page.screenshot(path=str(Path(folder) / f"timeout-{int(time.time())}.png"))
+            shown = self.page.inner_text("body")[:600].replace("\n", " | ")
+            raise AssertionError(f"the labeling page did not get there in time; it shows: {shown}") from None
 
     def _click(self, locator: Any) -> None:
         locator.click(timeout=RENDER_TIMEOUT_MS)

@@ -10,42 +10,114 @@ three submissions into gold. One server start (the session fixture), three tasks
 from __future__ import annotations
 
 import json
+import time
 from contextlib import contextmanager
 
+from typer.testing import CliRunner
+
+from annotate.client import raw_request
 from annotate.labeling_ui import browser_session
+from annotate.live_check import annotation_key
+from annotate.push import list_tasks
 from annotate.stage2 import run_stage2_pull, run_stage2_push
 from annotate.studio import read_credentials
 from annotate.tasks import format_path_json
+from fcbench.cli import app
 from ls_fixtures import drafts, studio, travel_environment, travel_tools  # noqa: F401  (fixtures)
 from ls_helpers import read_lines, write_drafts, write_pipeline
 
-QUEUE = ["hotels-paris", "airports-sydney", "hotels-rome-wrong"]
+QUEUE = ["two-cities", "hotels-paris", "airports-sydney", "hotels-rome-wrong"]
 NOTE = "Le Marais dropped: the query names no district"
+CHECK_WITHIN_S = 5.0  # the issue's promise: a broken edit is flagged within seconds
 
 
-def test_annotator_corrects_drafts_through_the_queue_and_pull_makes_gold(studio, drafts, tmp_path) -> None:  # noqa: F811
-    pipeline = write_pipeline(tmp_path, name="queue")
-    write_drafts(pipeline, [drafts[sample_id] for sample_id in QUEUE])
-    pushed = run_stage2_push(pipeline, studio.connection)
-    assert pushed.counts["create"] == 3 and pushed.counts["invalid"] == 0
-    credentials = read_credentials(studio.config)
-    shown: dict[str, dict[str, str]] = {}
-    with contextmanager(browser_session)(studio.connection.url, credentials.username, credentials.password) as ui:
-        sample_id = ui.open_queue(pushed.project_id)
+def _live_verdict(studio, task_id: int) -> tuple[str | None, str]:  # noqa: F811
+    """The webhook's verdict on the task's latest annotation, and the feedback the task shows."""
+    task = raw_request(studio.client, "GET", f"api/tasks/{task_id}").json()
+    submitted = [item for item in task["annotations"] if not item.get("was_cancelled")]
+    if not submitted:
+        return None, ""
+    latest = max(submitted, key=lambda item: item["id"])
+    check = (task["data"].get("live_checks") or {}).get(str(latest["id"]))
+    current = check is not None and check.get("key") == annotation_key(latest)
+    return (check["verdict"] if current else None), task["data"].get("feedback_html", "")
+
+
+class QueueSession:
+    """What the scripted annotator does with each task the queue serves, and what it saw."""
+
+    def __init__(self, studio, task_ids: dict[str, int], folder) -> None:  # noqa: F811
+        self.studio, self.task_ids, self.folder = studio, task_ids, folder
+        self.shown: dict[str, dict[str, str]] = {}
+        self.flagged_after: float | None = None
+        self.sent_back_page = ""
+
+    def work_through(self, ui, sample_id: str | None) -> None:
         while sample_id is not None:
-            shown[sample_id] = ui.field_values()
+            print(f"queue serves {sample_id}")
+            if sample_id == "two-cities" and self.flagged_after is not None:  # back after the webhook flagged it
+                self.sent_back_page = ui.page.inner_text(".lsf-main-view")
+                ui.page.screenshot(path=str(self.folder / "sent-back.png"))
+                ui.choose_verdict("fix")
+                ui.set_form_argument(2, "query", "Tokyo")  # the fix
+                sample_id = ui.submit()
+                continue
+            self.shown[sample_id] = ui.field_values()
+            if sample_id == "two-cities":  # a broken edit through the form: a reference to no call
+                ui.choose_verdict("fix")
+                ui.set_form_argument(2, "query", "$var_9.data[0].name$")
+                pressed = ui.press_submit()
+                self.flagged_after = self.wait_for_check("two-cities")  # counted from pressing Submit
+                sample_id = ui.wait_next(pressed)
+                continue
             if sample_id == "airports-sydney":  # correct as drafted: accept what is shown
                 ui.choose_verdict("accept")
             elif sample_id == "hotels-rome-wrong":  # the draft searched Paris: fix that argument in the form
                 ui.choose_verdict("fix")
                 ui.set_form_argument(1, "query", "Rome")
-                ui.page.screenshot(path=str(tmp_path / "form-fix.png"))
+                ui.page.screenshot(path=str(self.folder / "form-fix.png"))
             elif sample_id == "hotels-paris":  # disambiguate: delete one of the candidate destinations
                 ui.choose_verdict("fix")
                 ui.tick_entry("var_1.data[1]")
                 ui.type_note(NOTE)
             sample_id = ui.submit()
 
+    def wait_for_check(self, sample_id: str) -> float:
+        """Seconds from now (Submit just pressed) until the webhook's verdict is on the task."""
+        began = time.monotonic()
+        verdict, _ = _live_verdict(self.studio, self.task_ids[sample_id])
+        while verdict is None and time.monotonic() - began < 30:
+            time.sleep(0.1)
+            verdict, _ = _live_verdict(self.studio, self.task_ids[sample_id])
+        assert verdict == "needs fixing", verdict
+        return time.monotonic() - began
+
+
+def test_annotator_corrects_drafts_through_the_queue_and_pull_makes_gold(studio, drafts, tmp_path) -> None:  # noqa: F811
+    pipeline = write_pipeline(tmp_path, name="queue")
+    write_drafts(pipeline, [drafts[sample_id] for sample_id in QUEUE])
+    pushed = run_stage2_push(pipeline, studio.connection)
+    assert pushed.counts["create"] == 4 and pushed.counts["invalid"] == 0
+    task_ids = {task.sample_id: task.id for task in list_tasks(studio.client, pushed.project_id)}
+    runner = CliRunner()
+    hook = ["studio", "webhook", "queue", "--file", str(tmp_path / "pipelines.yaml"), "--dir", str(studio.config.root)]
+    started = runner.invoke(app, [*hook, "--json"])
+    assert started.exit_code == 0, started.output
+    credentials = read_credentials(studio.config)
+    session = QueueSession(studio, task_ids, tmp_path)
+    try:
+        with contextmanager(browser_session)(studio.connection.url, credentials.username, credentials.password) as ui:
+            for _ in range(2):  # a second round if the queue ran out before the rework came back
+                session.work_through(ui, ui.open_queue(pushed.project_id))
+                if session.sent_back_page:
+                    break
+    finally:
+        runner.invoke(app, [*hook, "--stop"])
+    shown, flagged_after, sent_back_page = session.shown, session.flagged_after, session.sent_back_page
+
+    # a broken edit is flagged on its task within seconds, and comes back in the queue, marked
+    assert flagged_after is not None and flagged_after <= CHECK_WITHIN_S, flagged_after
+    assert "Sent back" in sent_back_page and "var_9" in sent_back_page
     # the queue served every task, each pre-filled from its draft (one model version for both)
     assert sorted(shown) == sorted(QUEUE)
     for sample_id, fields in shown.items():
@@ -59,7 +131,7 @@ def test_annotator_corrects_drafts_through_the_queue_and_pull_makes_gold(studio,
     assert (tmp_path / "form-fix.png").stat().st_size > 50_000
 
     report = run_stage2_pull(pipeline, connection=studio.connection)
-    assert report.counts["gold"] == 3, report.failures
+    assert report.counts["gold"] == 4, report.failures
     gold = {row["id"]: row for row in read_lines(pipeline.build_dir / "templates.jsonl")}
     # accepted as shown: the draft's path, responses and all
     assert gold["airports-sydney"]["calls"] == json.loads(json.dumps(
@@ -71,6 +143,8 @@ def test_annotator_corrects_drafts_through_the_queue_and_pull_makes_gold(studio,
     assert rome[0][0]["response"]["data"][0]["city_name"] == "Rome"
     assert rome[1][0]["arguments"]["dest_id"] == "$var_1.data[0].dest_id$"
     assert rome[1][0]["response"]["data"]["destination"]["name"] == "Rome"
+    # fixed after the send-back: the second annotation is the gold
+    assert [c["arguments"]["query"] for c in gold["two-cities"]["calls"][0]] == ["Sydney", "Tokyo"]
     # the ticked entry is gone from the response; the others stay
     paris = gold["hotels-paris"]["calls"][0][0]["response"]["data"]
     assert [entry["dest_id"] for entry in paris] == ["-2004001", "300402", "300403", "300404"]
