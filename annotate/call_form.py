@@ -8,8 +8,10 @@ plain labeling controls generated per pipeline from its tool catalog:
 - for each tool, a block shown only while that tool is picked (`visibleWhen="choice-selected"`)
   with one control per parameter of its JSON Schema: a drop-down for an enum or a boolean, a one-line
   text field otherwise, its header giving the type, "required" and the description;
-- beside every text field, a reference picker (`c{k}__{tool}__{param}__ref`) whose options are the
-  task's `$ref_options`: every field of the draft's responses, spelt `$var_2.data.hotels[0].id$`.
+- two reference pickers per slot (`c{k}_ref{n}_to`: which parameter; `c{k}_ref{n}`: which field),
+  whose options are the task's `$ref_options`: every field of the draft's responses, listed without
+  the dollars (`var_2.data.hotels[0].id`: Label Studio would read a `$` option as a task field) and
+  read back as the reference `$var_2.data.hotels[0].id$`.
 
 Values typed in a text field are read by the parameter's schema type: a string parameter takes
 the text as it is; integer, number, boolean, array and object parameters take JSON (`2`, `4.5`,
@@ -256,7 +258,8 @@ def reference_options(calls: Sequence[Call], limit: int = MAX_REF_OPTIONS) -> li
         for path, value in _leaves(call.response, ()):
             if len(options) >= limit:
                 return options
-            reference = format_reference(call.label, path)
+            # without its dollars: Label Studio reads an option value starting with `$` as a task field
+            reference = format_reference(call.label, path)[1:-1]
             shown = json.dumps(value, ensure_ascii=False)
             if len(shown) > MAX_REF_VALUE_CHARS:
                 shown = shown[:MAX_REF_VALUE_CHARS - 1] + "…"
@@ -313,7 +316,7 @@ def form_prefill(steps: Sequence[Step], layout: FormLayout) -> list[dict[str, An
                     # a drop-down cannot hold a reference: it goes to a reference picker
                     picks += 1
                     results.append(_choices(ref_target_control(slot, picks), [name]))
-                    results.append(_choices(ref_control(slot, picks), [value]))
+                    results.append(_choices(ref_control(slot, picks), [value[1:-1]]))
     return results
 
 
@@ -402,8 +405,9 @@ def _picked_references(values: dict[str, Any], slot: int) -> dict[str, str]:
     for pick in range(1, REF_PICKS + 1):
         target = values.get(ref_target_control(slot, pick)) or []
         reference = values.get(ref_control(slot, pick)) or []
-        if target and reference:
-            picked[target[0]] = reference[0]
+        if target and reference:  # options are references without their dollars (see reference_options)
+            text = reference[0].strip()
+            picked[target[0]] = text if parse_reference(text) is not None else f"${text}$"
     return picked
 
 

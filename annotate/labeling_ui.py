@@ -120,14 +120,17 @@ class LabelingSession:
         self.actions += 2 + len(value)
 
     def pick_reference(self, slot: int, pick: int, parameter: str, reference: str) -> None:
-        """Set `parameter` of call `slot` to an earlier response field with the reference picker."""
+        """Set `parameter` of call `slot` to an earlier response field with the reference picker
+        (`reference` as the options list it: `var_1.data[2].dest_id`, without the dollars)."""
         self._select(f"c{slot}_ref{pick}_to", parameter)
         self._select(f"c{slot}_ref{pick}", reference)
 
     def _select(self, control: str, value: str) -> None:
         self._click(self.page.locator(f".lsf-main-view .{select_class(control)} button").first)
-        quoted = value.replace("\\", "\\\\").replace('"', '\\"')
-        self._click(self.page.locator(f'[data-slot=command-item][data-value="{quoted}"]').first)
+        # an option's text starts with its value (a reference option goes on with the value it reads)
+        option = self.page.locator("[data-slot=command-item]").filter(
+            has_text=re.compile("^" + re.escape(value) + r"(\s|$)")).first
+        self._click(option)
 
     def type_note(self, text: str) -> None:
         """Type into the notes box and leave it, without pressing "Add" (what people do)."""

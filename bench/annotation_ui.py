@@ -106,7 +106,7 @@ def fix_with_forms(ui: LabelingSession, sample_id: str) -> None:
     if sample_id == "hotels-rome-wrong":
         ui.set_form_argument(1, "query", "Rome")
     elif sample_id == "hotels-paris":
-        ui.pick_reference(2, 2, "dest_id", "$var_1.data[2].dest_id$")
+        ui.pick_reference(2, 2, "dest_id", "var_1.data[2].dest_id")
         ui.set_form_argument(2, "adults", "2")
 
 
