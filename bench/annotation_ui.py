@@ -4,8 +4,8 @@ One Label Studio server (annotate.studio, its own folder), headless Chromium (an
 The same three drafts of the travel world are pushed to two projects, and the same scripted fixes
 are made through "Label All Tasks" in each:
 - hotels-rome-wrong: the draft searched "Paris"; change that argument to "Rome";
-- hotels-paris: point `dest_id` of Search_Hotels at the third destination (`$var_1.data[2].dest_id$`)
-  and add the optional `adults: 2`;
+- hotels-paris: the query says Montmartre: point `dest_id` and `search_type` of Search_Hotels at the
+  third destination (`$var_1.data[2].dest_id$`, `$var_1.data[2].search_type$`) and add `adults: 2`;
 - airports-sydney: accept as shown.
 "forms" edits through the call forms (a click and the value; a reference from the picker);
 "raw" edits the raw JSON as a person does (one click to put the caret or select the old text, then
@@ -107,6 +107,7 @@ def fix_with_forms(ui: LabelingSession, sample_id: str) -> None:
         ui.set_form_argument(1, "query", "Rome")
     elif sample_id == "hotels-paris":
         ui.pick_reference(2, 2, "dest_id", "var_1.data[2].dest_id")
+        ui.pick_reference(2, 1, "search_type", "var_1.data[2].search_type")  # an enum: its reference is in a picker
         ui.set_form_argument(2, "adults", "2")
 
 
@@ -119,6 +120,7 @@ def fix_raw(ui: LabelingSession, sample_id: str) -> None:
         ui.edit_raw_path("Paris", "Rome")
     elif sample_id == "hotels-paris":
         ui.edit_raw_path("data[0].dest_id", "data[2].dest_id")
+        ui.edit_raw_path("data[0].search_type", "data[2].search_type")
         ui.edit_raw_path('"departure_date": "2025-03-03"', '"departure_date": "2025-03-03", "adults": 2')
 
 
