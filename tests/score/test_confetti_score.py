@@ -74,7 +74,7 @@ def test_function_calling_set_gold_scores_one_on_every_metric() -> None:
     assert summary["by_chain_length"] == {"1": {"n": 506, "ast_soft_accuracy": 1.0}}
     assert summary["n_parameters"] == 880 and summary["parameter_validity_rate"] == 1.0
     assert summary["n_dialog_acts"] == 0  # this file has no dialog acts
-    assert summary["errors"] == {"unknown_id": 0, "malformed_result": 0}
+    assert summary["errors"] == {"unknown_id": 0, "malformed_result": 0, "judge_error": 0}
 
 
 def test_dialog_act_set_gold_scores_one_on_every_metric() -> None:
@@ -177,7 +177,7 @@ def test_dialog_acts_from_a_pluggable_classifier() -> None:
     assert asked["predicted_acts"] == ["agent_seek_information"] and asked["dialog_act_match"]
     refused = scored(first, {"id": first.id, "response": "Sorry, I cannot do that."})
     assert refused["predicted_acts"] == ["agent_reject_request"] and not refused["dialog_act_match"]
-    always_other = ConfettiOptions(act_classifier=lambda text, calls: ["agent_other"])
+    always_other = ConfettiOptions(act_classifier=lambda text, calls, history: ["agent_other"])
     assert not scored(first, {"id": first.id, "response": "Could you?"}, options=always_other)["dialog_act_match"]
     assert naive_dialog_act_classifier("Done.", [PredictedCall("f")]) == ["agent_function_calling", "agent_inform_user"]
 
@@ -210,7 +210,7 @@ def test_unknown_ids_and_malformed_results_are_items_with_errors() -> None:
     ])
     assert report.items[0] == {"id": "conversationsclean_9999", "error": "unknown_id"}
     assert report.items[1]["error"] == "malformed_result"
-    assert report.summary["errors"] == {"unknown_id": 1, "malformed_result": 1}
+    assert report.summary["errors"] == {"unknown_id": 1, "malformed_result": 1, "judge_error": 0}
     assert report.summary["n_ast"] == 1 and report.summary["ast_soft_accuracy"] == 1.0
     with pytest.raises(PredictionError):
         decoded_result([{"a": {}, "b": {}}])
