@@ -239,3 +239,37 @@ def test_a_renamed_function_never_scores(sample_id: str, suffix: str) -> None:
     line["result"][0] = {name + suffix: arguments}
     result = scored(sample, line)
     assert result["ast_soft"] == 0.0 and result["actions"][0]["score"] == 0.0
+
+
+# ------------------------------------------------------------------------- judges without verdict
+
+
+def test_a_classifier_or_judge_without_a_verdict_makes_a_judge_error_not_a_guess() -> None:
+    from fcbench.score.confetti import NoVerdict
+
+    def undecided(*_: Any) -> Any:
+        raise NoVerdict("judge_error: unparseable")
+
+    first = item(_acts_set(), "dialogacts_0")
+    line = {**perturbed(first, to="bob@example.com"), "response": "Done."}
+    del line["dialog_acts"]  # the acts are to be classified from the response
+    report = score_confetti([first], [line], options=ConfettiOptions(act_classifier=undecided, validity_judge=undecided))
+    result = report.items[0]
+    assert result["judge_error"] == {
+        "parameter_validity": "Telecom.SendVerificationToken.to: judge_error: unparseable; "
+                              "Telecom.SendVerificationToken.channel: judge_error: unparseable; "
+                              "Telecom.SendVerificationToken.last_name: judge_error: unparseable",
+        "dialog_acts": "judge_error: unparseable"}
+    assert "dialog_act_match" not in result and "parameters_total" not in result
+    assert result["ast_soft"] < 1.0  # the AST part needs no judge and is still scored
+    summary = report.summary
+    assert summary["errors"]["judge_error"] == 1
+    assert summary["n_dialog_acts"] == 0 and summary["dialog_act_accuracy"] is None
+    assert summary["n_parameters"] == 0 and summary["parameter_validity_rate"] is None
+    # one undecided value spoils only its item's validity; the classifier sees the history
+    seen = []
+    only_to = ConfettiOptions(act_classifier=lambda text, calls, history: seen.append(history) or ["agent_other"],
+                              validity_judge=lambda use: True if use.parameter != "to" else undecided())
+    other = score_confetti([first], [line], options=only_to).items[0]
+    assert set(other["judge_error"]) == {"parameter_validity"} and other["predicted_acts"] == ["agent_other"]
+    assert seen == [""]  # the published set carries no conversation history
