@@ -225,8 +225,9 @@ def grading_line(grading: Mapping[str, Any]) -> str:
     """The report's first line: what was NOT graded by an LLM, and who graded the rest."""
     acts = grading["dialog_act_accuracy"]
     validity = grading["parameter_validity_rate"]
-    given = f"; dialog acts given in the predictions for {acts['given_in_predictions']} turns (not classified)" \
-        if acts["given_in_predictions"] else ""
+    count = acts["given_in_predictions"]
+    given = f"; dialog acts given in the predictions for {count} turn{'s' if count > 1 else ''} (not classified)" \
+        if count else ""
     if grading["llm"] is None:
         return (f"NOT graded by an LLM ({grading['offline_because']}): dialog acts by a {acts['judge']}; "
                 f"parameter validity by a {validity['judge']}; AST soft accuracy {COMPUTED}{given}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -153,18 +154,37 @@ def test_a_judge_that_never_answers_usably_fails_the_command(tmp_path: Path) -> 
     assert result.stdout.splitlines()[0].startswith("graded by LLM judge-model")  # the report is still printed
 
 
-def test_the_pipelines_llm_block_configures_the_judge_and_its_cache(tmp_path: Path) -> None:
-    with MockLLMServer(responder=ScriptedJudge()) as server:
-        (tmp_path / "pipelines.yaml").write_text(
-            "pipelines:\n  bench:\n    dataset_dir: data\n    seed: 1\n"
-            f"    llm: {{model: pipeline-judge, base_url: '{server.base_url}', temperature: 0.7, max_retries: 0}}\n")
-        result = score("--pipeline", "bench", "--file", str(tmp_path / "pipelines.yaml"), "--json")
+def write_pipeline(root: Path, base_url: str) -> Path:
+    path = root / "pipelines.yaml"
+    path.write_text("pipelines:\n  bench:\n    dataset_dir: data\n    seed: 1\n"
+                    f"    llm: {{model: pipeline-judge, base_url: '{base_url}', temperature: 0.7, max_retries: 0,"
+                    " api_key_env: H8_JUDGE_KEY}\n")
+    return path
+
+
+def test_the_pipelines_llm_block_configures_the_judge_its_key_and_its_cache(tmp_path: Path) -> None:
+    secret = "sk-h8-judge-secret"
+    with MockLLMServer(responder=ScriptedJudge(), api_key=secret) as server:  # 401 without this key
+        pipelines = write_pipeline(tmp_path, server.base_url)
+        result = runner.invoke(app, ["score", "--metric", "confetti", "--gold", str(GOLD), "--from", "confetti",
+                                     "--predictions", str(PREDICTIONS), "--pipeline", "bench", "--file", str(pipelines),
+                                     "--json"], env={"H8_JUDGE_KEY": secret})
         assert result.exit_code == 0, result.output
-        assert server.stats.chat_requests == 8
+        assert server.stats.chat_requests == 8 and server.stats.by_status == {"200": 8}
     grading = json.loads(result.stdout)["summary"]["grading"]
     assert grading["llm"]["model"] == "pipeline-judge"
-    assert grading["llm"]["cache"] == str(tmp_path / "data" / "build" / "score" / "judges.sqlite")
-    assert (tmp_path / "data" / "build" / "score" / "judges.sqlite").is_file()
+    cache = tmp_path / "data" / "build" / "score" / "judges.sqlite"
+    assert grading["llm"]["cache"] == str(cache) and cache.is_file()
+    assert secret not in result.output and secret.encode() not in cache.read_bytes()
+
+
+def test_an_unreachable_judge_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    result = score("--pipeline", "bench", "--file", str(write_pipeline(tmp_path, f"http://127.0.0.1:{port}/v1")))
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.stderr.strip() == f"error: cannot reach the LLM endpoint at http://127.0.0.1:{port}/v1"
 
 
 # ------------------------------------------------------------------------------------- offline
