@@ -226,19 +226,21 @@ def grading_line(grading: Mapping[str, Any]) -> str:
     acts = grading["dialog_act_accuracy"]
     validity = grading["parameter_validity_rate"]
     count = acts["given_in_predictions"]
-    given = f"; dialog acts given in the predictions for {count} turn{'s' if count > 1 else ''} (not classified)" \
+    given = f"; dialog acts given in the predictions for {count} turn{'s' if count != 1 else ''} (not classified)" \
         if count else ""
     if grading["llm"] is None:
         return (f"NOT graded by an LLM ({grading['offline_because']}): dialog acts by a {acts['judge']}; "
-                f"parameter validity by a {validity['judge']}; AST soft accuracy {COMPUTED}{given}")
+                f"parameter validity by a {validity['judge']}; AST soft accuracy computed, no judge{given}")
     llm = grading["llm"]
     errors = acts["judge_errors"] + validity["judge_errors"]
-    return (f"graded by LLM {llm['model']} at {llm['base_url']}: dialog acts of {acts['classified']} responses, "
-            f"{llm['asked']['parameter_values']} parameter values not equal to a gold value"
-            f"{f' ({errors} judge errors, not scored)' if errors else ''}; "
-            f"NOT graded by an LLM: AST soft accuracy ({COMPUTED}){given}")
+    left_out = f"; {errors} judge_error{'s' if errors != 1 else ''} left out of the figures" if errors else ""
+    return (f"graded by LLM {llm['model']} at {llm['base_url']}: dialog acts ({acts['classified']} responses "
+            f"classified), parameter validity ({llm['asked']['parameter_values']} values that are not gold values "
+            f"judged){left_out}; NOT graded by an LLM: AST soft accuracy (computed, no judge){given}")
 
 
 def _judged(report: ConfettiReport, grading: dict[str, Any]) -> JudgedReport:
+    line = grading_line(grading)
+    grading = {"line": line, **grading}
     report.summary = {"grading": grading, **summarise(report.items)}
-    return JudgedReport(report, grading, grading_line(grading), nothing_usable=False)
+    return JudgedReport(report, grading, line, nothing_usable=False)

@@ -200,6 +200,8 @@ def test_offline_the_first_line_says_what_no_llm_graded(tmp_path: Path) -> None:
     out = json.loads(forced.stdout)
     grading = out["summary"]["grading"]
     assert grading["llm"] is None and grading["offline_because"] == "--offline"
+    assert grading["line"].startswith("NOT graded by an LLM (--offline)")
+    assert forced.stderr.strip() == grading["line"]  # --json: stdout is JSON only, the line goes to stderr
     assert grading["not_graded_by_llm"] == ["ast_soft_accuracy", "dialog_act_accuracy", "parameter_validity_rate"]
     # the stand-ins' figures: both invented values invalid, the wrong "I will send" turn a miss
     assert out["summary"]["parameter_validity_rate"] == pytest.approx(7 / 9)

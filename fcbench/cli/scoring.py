@@ -94,6 +94,8 @@ def score(
     result = scoring.score_files(metric, request)
     if as_json:
         print_json(result.as_dict())
+        if result.first_line:  # stdout holds only JSON (summary.grading has the same sentence)
+            print(result.first_line, file=sys.stderr)
     else:
         _print_score(metric, compat, predictions, result)
     if result.unusable:
