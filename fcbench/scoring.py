@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from fcbench.config import LLMConfig
 from fcbench.errors import UserError
 from fcbench.jsonl import iter_json_lines, read_json_or_lines
 
@@ -188,7 +189,7 @@ class JudgeSettings:
     """The LLM that grades (None: the rule-based stand-ins, for the reason in `offline_because`)
     and the SQLite file its verdicts are cached in."""
 
-    llm: Any = None  # fcbench.config.LLMConfig
+    llm: LLMConfig | None = None
     cache: Path | None = None
     offline_because: str = "no LLM configured: give --llm-model, or --pipeline with an llm block"
 

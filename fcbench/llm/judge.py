@@ -44,6 +44,7 @@ def judge_llm_config(base: LLMConfig | None, model: str | None, base_url: str | 
     no model is named anywhere (no LLM configured: the caller grades offline)."""
     if base is None and model is None:
         return None
+    # online even when the pipeline generates in batch mode: a score is read now, not within 24 h
     update: dict[str, Any] = {"temperature": 0.0, "mode": "online"}
     if model is not None:
         update["model"] = model
