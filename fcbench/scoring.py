@@ -208,7 +208,9 @@ def score_confetti_files(predictions: Path, gold: Path | None, gold_format: str,
     from fcbench.confetti_judges import score_offline, score_with_llm
 
     samples = _gold_samples(gold, gold_format, "confetti")
-    lines = _readable_lines(predictions)
+    every_line = read_prediction_lines(predictions)
+    # An unreadable line names no turn: it is an item of its own (item i stays line i), counted.
+    lines = [line for line in every_line if not isinstance(line, str)]
     if judges.llm is None:
         judged = score_offline(samples, lines, judges.offline_because)
     else:
@@ -219,7 +221,11 @@ def score_confetti_files(predictions: Path, gold: Path | None, gold_format: str,
     if judged.nothing_usable:
         unusable = (f"the LLM judge {judges.llm.model} gave no usable verdict "
                     f"({judged.report.summary['errors']['judge_error']} items with a judge_error)")
-    return ScoreResult("confetti", judged.report.summary, judged.report.items, judged.first_line, unusable)
+    scored = iter(judged.report.items)
+    items = [{"id": None, "error": "unreadable_prediction", "detail": line} if isinstance(line, str) else next(scored)
+             for line in every_line]
+    summary = {**judged.report.summary, "unreadable_lines": len(every_line) - len(lines)}
+    return ScoreResult("confetti", summary, items, judged.first_line, unusable)
 
 
 # ------------------------------------------------------------------------------------ registry

@@ -225,3 +225,18 @@ def test_verdicts_are_read_strictly() -> None:
     assert read_validity({"verdict": "Grounded"}) is True and read_validity({"verdict": "hallucinated"}) is False
     with pytest.raises(ParseError):
         read_validity({"verdict": "probably fine"})
+
+
+def test_an_unreadable_prediction_line_is_its_own_item_and_the_rest_is_graded(tmp_path: Path) -> None:
+    lines = PREDICTIONS.read_text().splitlines()
+    broken = tmp_path / "p.jsonl"
+    broken.write_text("\n".join([lines[0], '{"id": "dialogacts_1", "response": "cut', *lines[2:]]) + "\n")
+    judge = ScriptedJudge()
+    with MockLLMServer(responder=judge) as server:
+        result = score(*llm_args(server, tmp_path / "judges.sqlite"), "--json", predictions=broken)
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert len(out["items"]) == 6 and out["items"][1]["error"] == "unreadable_prediction"
+    assert out["items"][1]["detail"].startswith("line 2:")
+    assert out["summary"]["unreadable_lines"] == 1 and out["summary"]["n"] == 5
+    assert [item["id"] for item in out["items"][2:]] == ["dialogacts_19", "dialogacts_44", "dialogacts_77", "dialogacts_34"]
