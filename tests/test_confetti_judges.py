@@ -240,3 +240,18 @@ def test_an_unreadable_prediction_line_is_its_own_item_and_the_rest_is_graded(tm
     assert out["items"][1]["detail"].startswith("line 2:")
     assert out["summary"]["unreadable_lines"] == 1 and out["summary"]["n"] == 5
     assert [item["id"] for item in out["items"][2:]] == ["dialogacts_19", "dialogacts_44", "dialogacts_77", "dialogacts_34"]
+
+
+def test_batch_mode_gives_the_same_verdicts_through_the_batch_api(tmp_path: Path) -> None:
+    with MockLLMServer(responder=ScriptedJudge()) as server:
+        online = json.loads(score(*llm_args(server, tmp_path / "online.sqlite"), "--json").stdout)
+    pipelines = tmp_path / "pipelines.yaml"
+    with MockLLMServer(responder=ScriptedJudge()) as server:
+        pipelines.write_text("pipelines:\n  bench:\n    dataset_dir: data\n    seed: 1\n"
+                             f"    llm: {{model: judge-model, base_url: '{server.base_url}', max_retries: 0,"
+                             " batch: {poll_interval_s: 0.05, max_poll_interval_s: 0.2}}\n")
+        result = score("--pipeline", "bench", "--file", str(pipelines), "--batch", "--json")
+        served = server.stats.as_dict() | server.batches.stats()
+    assert result.exit_code == 0, result.output
+    assert served["chat_requests"] == 0 and served["batch_lines"] == 8  # 7 questions and the one re-ask
+    assert json.loads(result.stdout)["items"] == online["items"]

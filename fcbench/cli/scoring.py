@@ -81,6 +81,8 @@ def score(
     judge_cache: Optional[Path] = typer.Option(None, "--judge-cache", help="SQLite file caching each verdict (default: "
                                                "the pipeline's build/score/judges.sqlite, else "
                                                "~/.cache/fcbench/judges.sqlite)."),
+    batch: bool = typer.Option(False, "--batch", help="confetti: send the judge's requests through the OpenAI Batch "
+                               "API (llm.mode: batch): half the price, answers within 24 h."),
     as_json: bool = typer.Option(False, "--json", help="Print {metric, summary, items} as one JSON object."),
 ) -> None:
     """Grade model predictions with the shared scorer.
@@ -88,7 +90,7 @@ def score(
     The JSON output is {metric, summary, items}; item i is the verdict for prediction line i."""
     from fcbench import scoring
 
-    judges = _judge_settings(metric, llm_model, base_url, pipeline, file, offline, judge_cache)
+    judges = _judge_settings(metric, llm_model, base_url, pipeline, file, offline, judge_cache, batch)
     request = scoring.ScoreRequest(predictions, tuple(questions), tuple(answers), gold, gold_format, tools_module, compat,
                                    judges)
     result = scoring.score_files(metric, request)
@@ -103,7 +105,7 @@ def score(
 
 
 def _judge_settings(metric: str, llm_model: str | None, base_url: str | None, pipeline: str | None, file: Path,
-                    offline: bool, judge_cache: Path | None) -> Any:
+                    offline: bool, judge_cache: Path | None, batch: bool) -> Any:
     """Which LLM grades, resolved as `evaluate` resolves its model: --llm-model and --base-url over
     the pipeline's llm block; no model anywhere (or --offline) grades with the rule-based stand-ins."""
     import os
@@ -111,13 +113,13 @@ def _judge_settings(metric: str, llm_model: str | None, base_url: str | None, pi
     from fcbench import scoring
     from fcbench.llm.judge import default_judge_cache, judge_llm_config
 
-    if (llm_model or base_url or pipeline or judge_cache) and metric not in scoring.LLM_JUDGED_METRICS:
-        raise UserError(f"--llm-model, --base-url, --pipeline and --judge-cache configure the LLM judge of "
+    if (llm_model or base_url or pipeline or judge_cache or batch) and metric not in scoring.LLM_JUDGED_METRICS:
+        raise UserError(f"--llm-model, --base-url, --pipeline, --judge-cache and --batch configure the LLM judge of "
                         f"{', '.join('--metric ' + m for m in scoring.LLM_JUDGED_METRICS)}; --metric {metric} has none")
     if offline:
         return scoring.JudgeSettings(offline_because="--offline")
     config = _load_pipeline(pipeline, file) if pipeline else None
-    llm = judge_llm_config(config.llm if config else None, llm_model, base_url)
+    llm = judge_llm_config(config.llm if config else None, llm_model, base_url, batch)
     if llm is None:
         return scoring.JudgeSettings()
     cache = judge_cache or default_judge_cache(config.build_dir if config else None, os.environ)

@@ -38,20 +38,23 @@ class JudgeError:
     raw_text: str
 
 
-def judge_llm_config(base: LLMConfig | None, model: str | None, base_url: str | None) -> LLMConfig | None:
-    """The judge's endpoint: a pipeline's llm block (key variable, concurrency, retries, prices)
-    with the model and endpoint given on the command line, as `evaluate` resolves them; None when
-    no model is named anywhere (no LLM configured: the caller grades offline)."""
+def judge_llm_config(base: LLMConfig | None, model: str | None, base_url: str | None,
+                     batch: bool = False) -> LLMConfig | None:
+    """The judge's endpoint: a pipeline's llm block (key variable, concurrency, retries, prices,
+    online or batch mode) with the model and endpoint given on the command line, as `evaluate`
+    resolves them, and `batch` forcing the Batch API as `evaluate --batch` does; None when no
+    model is named anywhere (no LLM configured: the caller grades offline)."""
     if base is None and model is None:
         return None
-    # online even when the pipeline generates in batch mode: a score is read now, not within 24 h
-    update: dict[str, Any] = {"temperature": 0.0, "mode": "online"}
+    update: dict[str, Any] = {"temperature": 0.0}
     if model is not None:
         update["model"] = model
     if base_url is not None:
         update["base_url"] = base_url
+    if batch:
+        update["mode"] = "batch"
     if base is None:
-        return LLMConfig(model=model, base_url=base_url, temperature=0.0)
+        return LLMConfig(model=model, base_url=base_url, temperature=0.0, mode="batch" if batch else "online")
     return base.model_copy(update=update)
 
 

@@ -23,7 +23,8 @@ def test_no_model_anywhere_means_no_llm_and_the_judge_always_runs_at_temperature
     pipeline = LLMConfig(model="gen", temperature=0.7, api_key_env="MY_KEY", concurrency=9, mode="batch")
     from_pipeline = judge_llm_config(pipeline, None, None)
     assert (from_pipeline.model, from_pipeline.temperature, from_pipeline.api_key_env, from_pipeline.concurrency,
-            from_pipeline.mode) == ("gen", 0.0, "MY_KEY", 9, "online")
+            from_pipeline.mode) == ("gen", 0.0, "MY_KEY", 9, "batch")
+    assert judge_llm_config(None, "m", None, batch=True).mode == "batch"
     overridden = judge_llm_config(pipeline, "judge", "http://127.0.0.1:2/v1")
     assert (overridden.model, overridden.base_url) == ("judge", "http://127.0.0.1:2/v1")
     assert pipeline.temperature == 0.7  # the pipeline's own block is left as it was
