@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import socket
+import subprocess
+import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -255,3 +259,31 @@ def test_batch_mode_gives_the_same_verdicts_through_the_batch_api(tmp_path: Path
     assert result.exit_code == 0, result.output
     assert served["chat_requests"] == 0 and served["batch_lines"] == 8  # 7 questions and the one re-ask
     assert json.loads(result.stdout)["items"] == online["items"]
+
+
+def test_a_killed_run_then_a_rerun_gives_the_clean_runs_result_paying_each_verdict_once(tmp_path: Path) -> None:
+    fixed = dict(ACTS, **{"Sorry, I can't provide quotes": {"dialog_acts": ["reject"]}})  # 7 questions, 7 requests
+    with MockLLMServer(responder=ScriptedJudge(fixed)) as server:
+        clean = json.loads(score(*llm_args(server, tmp_path / "clean.sqlite"), "--json").stdout)
+    cache = tmp_path / "killed.sqlite"
+    with MockLLMServer(responder=ScriptedJudge(fixed), latency_ms=300) as server:
+        pipelines = tmp_path / "pipelines.yaml"
+        pipelines.write_text("pipelines:\n  bench:\n    dataset_dir: data\n    seed: 1\n"
+                             f"    llm: {{model: judge-model, base_url: '{server.base_url}', concurrency: 1}}\n")
+        command = [str(Path(sys.executable).parent / "build-dataset"), "score", "--metric", "confetti", "--gold",
+                   str(GOLD), "--from", "confetti", "--predictions", str(PREDICTIONS), "--pipeline", "bench",
+                   "--file", str(pipelines), "--judge-cache", str(cache)]
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while server.stats.chat_requests < 3 and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.02)
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+        before_kill = server.stats.chat_requests
+        assert 3 <= before_kill < 7
+        rerun = score("--pipeline", "bench", "--file", str(pipelines), "--judge-cache", str(cache), "--json")
+        assert rerun.exit_code == 0, rerun.output
+        resent = server.stats.chat_requests - before_kill
+    # the answers stored before the kill are not paid again (at most the one in flight is re-sent)
+    assert 7 - before_kill <= resent <= 7 - before_kill + 1
+    assert json.loads(rerun.stdout)["items"] == clean["items"]
