@@ -138,9 +138,14 @@ class _Verdicts:
         return _verdict(self.values[canonical_json(validity_question(use))])
 
 
+RAW_TEXT_SHOWN = 200  # characters of an unreadable answer kept in the item, enough to see what went wrong
+
+
 def _verdict(verdict: Any) -> Any:
     if isinstance(verdict, JudgeError):
-        raise NoVerdict(f"judge_error: {verdict.reason}")
+        raw = " ".join(verdict.raw_text.split())
+        shown = raw if len(raw) <= RAW_TEXT_SHOWN else raw[:RAW_TEXT_SHOWN] + "..."
+        raise NoVerdict(f"judge_error: {verdict.reason}" + (f" (last answer: {shown!r})" if shown else ""))
     return verdict
 
 

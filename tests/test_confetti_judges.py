@@ -99,6 +99,7 @@ def test_llm_verdicts_grade_acts_and_validity_and_an_unreadable_verdict_is_a_jud
     refused = items["dialogacts_44"]
     assert "predicted_acts" not in refused and "dialog_act_match" not in refused
     assert refused["judge_error"]["dialog_acts"].startswith("judge_error: unparseable output after 2 attempts")
+    assert refused["judge_error"]["dialog_acts"].endswith("(last answer: 'This turn is clearly a rejection of the request.')")
     summary = out["summary"]
     assert summary["errors"]["judge_error"] == 1
     assert summary["n_dialog_acts"] == 5 and summary["dialog_act_accuracy"] == pytest.approx(4 / 5)
