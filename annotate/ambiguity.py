@@ -61,9 +61,10 @@ class Candidate:
     entry: str  # entry id, `var_1.data[2]`
     value: Any
     chosen: bool  # the entry the draft took the value from
+    name: str = ""  # what a person recognises the entry by (its name, title or label field)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"entry": self.entry, "value": self.value, "chosen": self.chosen}
+        return {"entry": self.entry, "value": self.value, "chosen": self.chosen, "name": self.name}
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ class Ambiguity:
 
     @classmethod
     def from_dict(cls, item: dict[str, Any]) -> Ambiguity:
-        candidates = tuple(Candidate(str(c.get("entry", "")), c.get("value"), bool(c.get("chosen")))
+        candidates = tuple(Candidate(str(c.get("entry", "")), c.get("value"), bool(c.get("chosen")), str(c.get("name", "")))
                            for c in item.get("candidates") or () if isinstance(c, dict))
         return cls(str(item.get("kind", "")), str(item.get("message", "")), tuple(item.get("entries") or ()),
                    tuple(item.get("tools") or ()), str(item.get("call", "")), str(item.get("argument", "")),
@@ -295,6 +296,7 @@ class Pick:
     list_path: Path
     chosen: tuple[int, ...]
     distinct_values: int
+    entries: int  # entries holding the field (the candidates)
 
     @property
     def list_id(self) -> str:
@@ -313,7 +315,8 @@ def picked_entries(sample: Sample) -> dict[str, list[Pick]]:
                 for choice in _choices(value, references, responses).values():
                     distinct = len({_canonical(item) for item in choice.values.values()})
                     picks.setdefault(f"{call.label}.{argument}", []).append(
-                        Pick(choice.label, choice.list_path, tuple(sorted(choice.chosen)), distinct))
+                        Pick(choice.label, choice.list_path, tuple(sorted(choice.chosen)), distinct,
+                             len(choice.values)))
         for call in step:
             if "response" in call.model_fields_set:
                 responses[call.label] = call.response
@@ -345,8 +348,10 @@ def _flag(found: _OpenArgument, choices: list[_Choice], evidence: QueryEvidence)
         differing += sum(_canonical(v) not in chosen_values for v in choice.values.values())
         narrowed = narrowed or _query_narrows(choice, evidence)
         candidates.extend(Candidate(entry_id(choice.label, choice.list_path + (index,)), choice.values[index],
-                                    index in choice.chosen) for index in sorted(choice.values))
-    identifier = found.by_reference or _IDENTIFIER_NAME.search(found.argument) is not None
+                                    index in choice.chosen, _entry_name(choice.items[index]))
+                          for index in sorted(choice.values))
+    id_like = _IDENTIFIER_NAME.search(found.argument) is not None
+    identifier = found.by_reference or id_like
     parts = {"spread": min(differing, SPREAD_SATURATION) / SPREAD_SATURATION,
              "feeds_later": float(found.feeds_later), "identifier": float(identifier),
              "unconstrained": float(not narrowed)}
@@ -355,13 +360,24 @@ def _flag(found: _OpenArgument, choices: list[_Choice], evidence: QueryEvidence)
     if found.feeds_later:
         reasons.append("later calls read this call's output")
     if identifier:
-        reasons.append("an identifier only a response supplies" if found.by_reference else "an identifier")
+        reasons.append("an identifier" if id_like else "a value only a response supplies")
     if narrowed:
         reasons.append("the query narrows the candidates without deciding")
     call, argument = found.call, found.argument
     return Ambiguity(RESPONSE_ENTRIES, _message(call, argument, choices, differing), call=call.label,
                      argument=argument, entries=tuple(candidate.entry for candidate in candidates), score=score,
                      candidates=tuple(candidates), reasons=tuple(reasons))
+
+
+NAME_FIELDS = ("name", "title", "label", "detailedName", "hotel_name", "city_name")
+
+
+def _entry_name(item: Any) -> str:
+    if isinstance(item, dict):
+        for key in NAME_FIELDS:
+            if isinstance(item.get(key), str) and item[key].strip():
+                return item[key].strip()
+    return ""
 
 
 def _message(call: Call, argument: str, choices: list[_Choice], differing: int) -> str:

@@ -21,7 +21,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from annotate.ambiguity import OVERLAPPING_TOOLS, Ambiguity, picked_entries
 from annotate.entries import Path
 from fcbench.references import iter_references
-from fcbench.sample import Sample
+from fcbench.sample import Sample, Tool, sample_from_dict
 
 TARGET_PRECISION = 0.8
 TARGET_RECALL = 0.9
@@ -130,3 +130,36 @@ class WarningQuality:
                 "precision": rounded(self.precision), "recall": rounded(self.recall),
                 "target": {"precision": TARGET_PRECISION, "recall": TARGET_RECALL},
                 "false_warnings": self.false_warnings, "missed": self.missed}
+
+
+# ------------------------------------------------------------------------------- the checked set
+@dataclass(frozen=True)
+class CheckedDraft:
+    """One line of tests/data/ambiguity_checked.jsonl: a draft and its hand-found ambiguities."""
+
+    sample: Sample
+    pipeline: str
+    split: str  # "hand_checked" (the 50) or "held_out"
+    truths: tuple[TrueAmbiguity, ...]
+
+
+def checked_draft(row: Mapping[str, Any], catalogs: Mapping[str, Mapping[str, Tool]]) -> CheckedDraft:
+    """A line of the checked set as a sample: its tools are stored by name (the drafts' tools are
+    exactly their pipeline's catalog entries), so they are put back from `catalogs[pipeline]`."""
+    catalog = catalogs[row["pipeline"]]
+    tools = [catalog[name].model_dump(mode="json", exclude_unset=True) for name in row["tool_names"]]
+    sample = sample_from_dict({**row["draft"], "tools": tools})
+    truths = tuple(TrueAmbiguity(item["key"], item["reason"]) for item in row["ambiguities"])
+    return CheckedDraft(sample, str(row["pipeline"]), str(row.get("split", "hand_checked")), truths)
+
+
+def baseline_warnings(sample: Sample) -> list[Ambiguity]:
+    """The previous rule, as the baseline: a warning for every argument picked from a list in which
+    several entries hold the field, whatever the query says and whether the values differ (the
+    old panel even raised one per source entry; here it is counted once per (call, argument))."""
+    flags = []
+    for key, picks in picked_entries(sample).items():
+        if any(pick.entries >= 2 for pick in picks):
+            label, argument = key.split(".", 1)
+            flags.append(Ambiguity("response_entries", key, call=label, argument=argument))
+    return flags
