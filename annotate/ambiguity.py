@@ -173,6 +173,7 @@ class QueryEvidence:
         self.folded = text.casefold()
         self.dates = dates_spelled_in(text)
         self.numbers = {float(token.replace(",", "")) for token in re.findall(r"(?<![\w.])-?\d+(?:,\d{3})*(?:\.\d+)?", text)}
+        self._said: dict[str, bool] = {}  # the same names recur in every entry of a response
 
     def mentions(self, value: Any, min_chars: int = 2) -> bool:
         """Whether a scalar value is said in the query: a word-bounded string, a number, a date."""
@@ -187,7 +188,9 @@ class QueryEvidence:
             return False
         if value.strip() in self.dates:
             return True
-        return re.search(r"(?<!\w)" + re.escape(needle) + r"(?!\w)", self.folded) is not None
+        if needle not in self._said:
+            self._said[needle] = re.search(r"(?<!\w)" + re.escape(needle) + r"(?!\w)", self.folded) is not None
+        return self._said[needle]
 
     def grounds(self, value: Any) -> bool:
         """A whole argument value the query supplies: every distinctive leaf of it is mentioned."""
@@ -448,15 +451,32 @@ def _is_open(choice: _Choice, evidence: QueryEvidence) -> bool:
     return not any(_query_decides(choice, index, evidence) for index in choice.chosen)
 
 
+NAME_CHARS = 80  # strings longer than this are descriptions, not names to match a query against
+MIN_TERM_CHARS = 4
+STOPWORDS = {"the", "of", "and", "in", "at", "to", "from", "with", "for", "on", "de", "la", "le", "du", "des"}
+
+
 def _mentioned_terms(item: Any, evidence: QueryEvidence) -> set[str]:
-    """The item's distinctive strings (3+ characters) the query mentions."""
-    return {str(leaf).strip().casefold() for leaf in json_leaves(item)
-            if isinstance(leaf, str) and evidence.mentions(leaf, min_chars=3)}
+    """The runs of words of the item's names the query says (`charles de gaulle` of `Paris Charles
+    de Gaulle Airport` in "from Charles de Gaulle"): 4+ characters, not only stopwords."""
+    terms = set()
+    for leaf in json_leaves(item):
+        if not isinstance(leaf, str) or len(leaf) > NAME_CHARS:
+            continue
+        words = re.findall(r"\w[\w'-]*", leaf.casefold())
+        for start in range(len(words)):
+            for end in range(start + 1, min(start + 5, len(words) + 1)):
+                run = words[start:end]
+                term = " ".join(run)
+                if (len(term) >= MIN_TERM_CHARS and not all(word in STOPWORDS for word in run)
+                        and evidence.mentions(term, min_chars=MIN_TERM_CHARS)):
+                    terms.add(term)
+    return terms
 
 
 def _holds(term: str, strings: set[str]) -> bool:
-    """Whether one of an entry's strings says the term as a word (`paris` in `Paris Orly Airport`)."""
-    pattern = re.compile(r"(?<!\w)" + re.escape(term) + r"(?!\w)")
+    """Whether one of an entry's strings says the term as words (`paris` in `Paris Orly Airport`)."""
+    pattern = re.compile(r"(?<!\w)" + r"\W+".join(re.escape(word) for word in term.split()) + r"(?!\w)")
     return any(pattern.search(text) for text in strings)
 
 
