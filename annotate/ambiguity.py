@@ -44,7 +44,6 @@ from fcbench.references import iter_references, parse_reference
 from fcbench.resolve import walk_path
 from fcbench.sample import Call, Sample, Tool
 
-MAX_FLAGS = 20
 RESPONSE_ENTRIES = "response_entries"
 OVERLAPPING_TOOLS = "overlapping_tools"
 SPREAD_SATURATION = 4  # this many differing candidates make the spread full
@@ -108,7 +107,7 @@ def find_ambiguities(sample: Sample) -> list[Ambiguity]:
     """The warnings of one draft, most likely to change the gold path first (ties keep path order)."""
     flags = list(_entry_ambiguities(sample)) + list(_tool_overlaps(sample))
     ranked = sorted(enumerate(flags), key=lambda pair: (-pair[1].score, pair[0]))
-    return [flag for _, flag in ranked][:MAX_FLAGS]
+    return [flag for _, flag in ranked]
 
 
 # ------------------------------------------------------------------------------------------ tools

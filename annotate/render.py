@@ -127,6 +127,7 @@ def _description(schema: Any) -> str:
     return schema.get("description", "") if isinstance(schema, dict) else ""
 
 
+MAX_FLAGS_SHOWN = 20  # the rest are the least likely to matter; the panel says how many
 MAX_CANDIDATES_SHOWN = 8
 CANDIDATE_VALUE_CHARS = 40
 
@@ -138,7 +139,10 @@ def flags_html(flags: Sequence[Ambiguity]) -> str:
     if not flags:
         return ""
     ranked = sorted(flags, key=lambda flag: -flag.score)  # stable: ties keep the order found
-    items = "".join(_flag_html(flag) for flag in ranked)
+    items = "".join(_flag_html(flag) for flag in ranked[:MAX_FLAGS_SHOWN])
+    rest = len(ranked) - MAX_FLAGS_SHOWN
+    if rest > 0:
+        items += f'<div class="muted">… {rest} lower-ranked warnings not shown</div>'
     return (f"<h3>Likely ambiguous ({len(ranked)})</h3>"
             '<div class="muted">most likely to change the gold path first; tick the entries to delete '
             "below, or say in the query which one</div>" + items)

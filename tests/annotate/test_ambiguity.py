@@ -165,6 +165,10 @@ def test_the_panel_shows_one_block_per_warning_ranked_with_compact_candidates() 
     assert "… 2 more" in html  # 10 candidates, 8 shown
     assert "low &lt;b&gt;" in html and "low <b>" not in html
     assert flags_html([]) == ""
+    many = flags_html([Ambiguity("response_entries", f"m{i}", call=f"var_{i}", argument="a", score=i / 100)
+                       for i in range(25)])
+    assert many.count('<div class="flag">') == 20 and "… 5 lower-ranked warnings not shown" in many
+    assert "var_24.a" in many and "var_0.a" not in many  # the lowest scores are the ones left out
 
 
 # ------------------------------------------------------------------------- truth from an annotation
@@ -224,3 +228,13 @@ def test_the_warnings_meet_the_target_on_the_hand_checked_drafts() -> None:
         assert quality.precision is not None and quality.precision >= TARGET_PRECISION, (split, quality.as_dict())
         assert quality.recall is not None and quality.recall >= TARGET_RECALL, (split, quality.as_dict())
         assert baseline.precision is not None and baseline.precision < quality.precision  # the old rule was noise
+
+
+def test_warnings_stored_in_a_task_read_back_also_in_the_old_shape() -> None:
+    from annotate.tasks import ambiguities_of
+
+    flag = find_ambiguities(flights_draft("Flights from Paris; the second flight.", place=0))[0]
+    old = {"kind": "response_entries", "message": "var_2.fromId comes from var_1.data[0]", "entries": ["var_1.data[0]"],
+           "tools": []}
+    assert ambiguities_of({"ambiguity": [flag.as_dict(), old, "junk"]}) == [
+        flag, Ambiguity("response_entries", "var_2.fromId comes from var_1.data[0]", ("var_1.data[0]",))]
