@@ -437,16 +437,18 @@ def _choices(value: Any, references: list[Any], responses: dict[str, Any]) -> di
                 if _has_path(item, source.inner):
                     choice.values[index] = walk_path(item, source.inner)
             choices[key] = choice
-        if source.index in choices[key].values:
-            choices[key].chosen.add(source.index)
+        index = source.index + len(choices[key].items) if source.index < 0 else source.index  # `[-1]`: the last
+        if index in choices[key].values:
+            choices[key].chosen.add(index)
     return {key: choice for key, choice in choices.items() if choice.chosen}
 
 
 def _is_open(choice: _Choice, evidence: QueryEvidence) -> bool:
-    """Whether the query leaves this choice open: the entries give several values, and the query
-    mentions nothing that singles out the chosen entry."""
-    if len({_canonical(value) for value in choice.values.values()}) < 2:
-        return False
+    """Whether the query leaves this choice open: another entry would give another value, and the
+    query mentions nothing that singles out the chosen entry."""
+    chosen_values = {_canonical(choice.values[index]) for index in choice.chosen}
+    if all(_canonical(value) in chosen_values for value in choice.values.values()):
+        return False  # every entry gives a value the draft already uses (or all of them are used)
     return not any(_query_decides(choice, index, evidence) for index in choice.chosen)
 
 

@@ -238,3 +238,20 @@ def test_warnings_stored_in_a_task_read_back_also_in_the_old_shape() -> None:
            "tools": []}
     assert ambiguities_of({"ambiguity": [flag.as_dict(), old, "junk"]}) == [
         flag, Ambiguity("response_entries", "var_2.fromId comes from var_1.data[0]", ("var_1.data[0]",))]
+
+
+def test_odd_drafts_give_warnings_or_nothing_never_an_error() -> None:
+    """References past the end, into scalars, to unknown calls, negative indexes, lists of strings,
+    nested lists of references, a response that is not JSON-like data: no exception."""
+    places = {"data": [{"id": "A", "name": "Alpha"}, {"id": "B", "name": "Beta"}], "tags": ["x", "y", "z"]}
+    sample = draft("Go.",
+                   [call("var_1", "Find", {"q": "a"}, places), call("var_2", "Other", {}, "plain text")],
+                   [call("var_3", "Use", {"past_end": "$var_1.data[9].id$", "into_scalar": "$var_2.data[0]$",
+                                          "unknown": "$var_7.data[0].id$", "last": "$var_1.data[-1].id$",
+                                          "tag": "$var_1.tags[1]$", "both": ["$var_1.data[0].id$", "$var_1.data[1].id$"],
+                                          "nested": {"deep": [{"id": "$var_1.data[0].name$"}]}, "empty": [], "none": None},
+                         {})])
+    flags = {flag.key: flag for flag in find_ambiguities(sample)}
+    # "both" reads every entry: no other choice was possible
+    assert set(flags) == {"var_3.last", "var_3.tag", "var_3.nested"}
+    assert [candidate.chosen for candidate in flags["var_3.last"].candidates] == [False, True]  # [-1] is the last
