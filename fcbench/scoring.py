@@ -89,10 +89,10 @@ def score_bfcl_files(questions: list[Path], answers: list[Path], predictions: Pa
 def score_nestful_files(predictions: Path, gold: Path | None, tools_module: Path | None, compat: bool) -> ScoreResult:
     from fcbench.score.nestful import score_nestful
 
-    lines = read_prediction_lines(predictions)
-    broken = [line for line in lines if isinstance(line, str)]
-    if broken:
-        raise UserError(f"{predictions}: {broken[0]}")
+    every_line = read_prediction_lines(predictions)
+    # A line that cannot be read names no sample: it is an item of its own (item i stays line i),
+    # counted in the summary, and the readable lines are scored.
+    lines = [line for line in every_line if not isinstance(line, str)]
     gold_by_id = None
     if gold is not None:
         gold_by_id = {}
@@ -109,7 +109,12 @@ def score_nestful_files(predictions: Path, gold: Path | None, tools_module: Path
             raise UserError(f"{tools_module}: no such tools module")
         with PythonEnvironment(tools_module) as environment:
             report = score_nestful(lines, gold_by_id, compat, environment_executor(environment))  # type: ignore[arg-type]
-    return ScoreResult("nestful", dict(report.summary), list(report.items))
+    scored = iter(report.items)
+    items = [{"id": None, "error_type": "unreadable_prediction", "error": line} if isinstance(line, str) else next(scored)
+             for line in every_line]
+    summary = dict(report.summary)
+    summary["unreadable_lines"] = len(every_line) - len(lines)
+    return ScoreResult("nestful", summary, items)
 
 
 # ----------------------------------------------------------------------------------------- CallNavi
