@@ -349,7 +349,7 @@ def _flag(found: _OpenArgument, choices: list[_Choice], evidence: QueryEvidence)
         chosen_values = {_canonical(choice.values[i]) for i in choice.chosen}
         differing += sum(_canonical(v) not in chosen_values for v in choice.values.values())
         narrowed = narrowed or _query_narrows(choice, evidence)
-        candidates.extend(Candidate(entry_id(choice.label, choice.list_path + (index,)), choice.values[index],
+        candidates.extend(Candidate(entry_id(choice.label, choice.list_path + (index,)), _preview(choice.values[index]),
                                     index in choice.chosen, _entry_name(choice.items[index]))
                           for index in sorted(choice.values))
     id_like = _IDENTIFIER_NAME.search(found.argument) is not None
@@ -369,6 +369,20 @@ def _flag(found: _OpenArgument, choices: list[_Choice], evidence: QueryEvidence)
     return Ambiguity(RESPONSE_ENTRIES, _message(call, argument, choices, differing), call=call.label,
                      argument=argument, entries=tuple(candidate.entry for candidate in candidates), score=score,
                      candidates=tuple(candidates), reasons=tuple(reasons))
+
+
+PREVIEW_CHARS = 200
+
+
+def _preview(value: Any) -> Any:
+    """A candidate's value as stored in the task: itself when small, else its JSON cut short (an
+    argument reading whole entries would otherwise copy the response into every task twice)."""
+    if isinstance(value, (dict, list)):
+        text = json.dumps(value, ensure_ascii=False)
+        return value if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "…"
+    if isinstance(value, str) and len(value) > PREVIEW_CHARS:
+        return value[:PREVIEW_CHARS] + "…"
+    return value
 
 
 NAME_FIELDS = ("name", "title", "label", "detailedName", "hotel_name", "city_name")

@@ -255,3 +255,12 @@ def test_odd_drafts_give_warnings_or_nothing_never_an_error() -> None:
     # "both" reads every entry: no other choice was possible
     assert set(flags) == {"var_3.last", "var_3.tag", "var_3.nested"}
     assert [candidate.chosen for candidate in flags["var_3.last"].candidates] == [False, True]  # [-1] is the last
+
+
+def test_a_warning_on_whole_entries_stores_short_previews_not_copies() -> None:
+    rooms = {"data": [{"room_id": index, "text": "x" * 1000} for index in range(3)]}
+    sample = draft("Book it.", [call("var_1", "Rooms", {}, rooms)], [call("var_2", "Book", {"room": "$var_1.data[0]$"}, {})])
+    flag = find_ambiguities(sample)[0]
+    assert flag.key == "var_2.room"
+    assert all(isinstance(c.value, str) and len(c.value) == 201 and c.value.endswith("…") for c in flag.candidates)
+    assert len(json.dumps(flag.as_dict())) < 1500
