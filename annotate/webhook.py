@@ -196,7 +196,7 @@ def register_webhook(client: Any, project_id: int, url: str, secret: str) -> str
             and (first.headers or {}).get(SECRET_HEADER) == secret and first.send_payload)
     if same:
         return "kept"
-    client.webhooks.update(id_=first.id, **{key: value for key, value in settings.items() if key != "project"})
+    client.webhooks.update(id=first.id, **{key: value for key, value in settings.items() if key != "project"})
     return "updated"
 
 
@@ -316,6 +316,18 @@ class Receiver:
                     self.log(f"webhook {done} on project {project_id} ({title})")
         except Exception as exc:  # noqa: BLE001 (the server may be restarting: try again next round)
             self.log(f"registering the webhook failed ({type(exc).__name__}: {exc}); trying again")
+
+    def deactivate(self) -> None:
+        """Switch our webhooks off on the way out: Label Studio would otherwise keep sending
+        annotations to a port some other program may listen on later (best effort: the server
+        may be gone already; the next start switches them on again)."""
+        for project_id in sorted(self.registered):
+            try:
+                for hook in self.checker.client.webhooks.list(project=project_id):
+                    if hook.url == self.url:
+                        self.checker.client.webhooks.update(id=hook.id, is_active=False)
+            except Exception as exc:  # noqa: BLE001 (stopping must not fail on a server that stopped first)
+                self.log(f"could not switch off the webhook of project {project_id}: {type(exc).__name__}")
 
     def _register_loop(self) -> None:
         while not self.stopping.wait(REGISTER_EVERY_S):
@@ -453,6 +465,7 @@ def serve_receiver(studio: StudioConfig, pipeline: PipelineConfig, titles: Seque
     receiver.log(f"receiving at {receiver.url} for pipeline {pipeline.name}")
     stop.wait()
     receiver.stop()
+    receiver.deactivate()
 
 
 def start_receiver(studio: StudioConfig, pipeline_name: str, pipelines_file: Path, port: int = 0,

@@ -216,6 +216,8 @@ def test_webhook_checks_like_pull_sends_broken_work_back_and_loses_nothing(studi
         # the receiver down: annotating still works at once, nothing is checked, pull still decides
         stopped = runner.invoke(app, ["studio", "webhook", "hook", *cli, "--stop"])
         assert stopped.exit_code == 0 and "stopped" in stopped.stdout
+        # switched off on the way out: nothing is sent to a port another program may take later
+        assert [hook.is_active for hook in studio.client.webhooks.list(project=pushed.project_id)] == [False]
         began = time.monotonic()
         unchecked = _annotate(studio, tasks["two-cities"], tasks["two-cities"].data["path_json"], "accept")
         assert time.monotonic() - began < 5  # Label Studio's 1 s timeout, refused at once here
@@ -226,6 +228,14 @@ def test_webhook_checks_like_pull_sends_broken_work_back_and_loses_nothing(studi
         assert {row["id"] for row in read_lines(Stage2Files.in_dir(pipeline.build_dir).rejects)} == {"airports-sydney"}
         gold = {row["id"] for row in read_lines(Stage2Files.in_dir(pipeline.build_dir).templates)}
         assert {"hotels-paris", "two-cities"} <= gold  # (sydney's template from the first pull is kept)
+
+        # started again with the studio (another port): the same webhook points at it, on again, none added
+        restarted = runner.invoke(app, ["studio", "start", "--webhook", "hook", *cli, "--json"])
+        assert restarted.exit_code == 0, restarted.output
+        again = json.loads(restarted.stdout)["webhook"]
+        assert again["running"] and again["url"] != receiver["url"]
+        hooks = studio.client.webhooks.list(project=pushed.project_id)
+        assert [(hook.url, hook.is_active) for hook in hooks] == [(again["url"], True)]
     finally:
         runner.invoke(app, ["studio", "webhook", "hook", *cli, "--stop"])
     assert find_project(studio.client, project_title(pipeline)) is not None
