@@ -12,8 +12,6 @@ reopened and still being fixed): pulling never loses a gold sample.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,19 +23,20 @@ from annotate.ambiguity_quality import WarningQuality, removed_ambiguities
 from annotate.client import Connection, open_client, resolve_connection, server_errors
 from annotate.configs import SENIOR
 from annotate.files import sample_lines, write_lines
-from annotate.problems import Problem, ProblemCode
+from annotate.problems import ProblemCode
 from annotate.pull import (TaskOutcome, senior_builder)
 from annotate.push import PushSummary, push_tasks
 from annotate.qa import summarise
 from annotate.select import select_drafts
 from annotate.studio import StudioConfig
-from annotate.pulling import (PullReport, check_tasks, fetch_tasks, annotation_catalog, read_canonical, send_back_to_annotators)
-from annotate.tasks import STAGE2_KIND, draft_of, senior_task
+from annotate.pulling import (PullReport, check_tasks, fetch_tasks, annotation_catalog, read_canonical,
+                              refuse_stale_drafts, send_back_to_annotators)
+from annotate.tasks import STAGE2_KIND, senior_task
 from fcbench.context import DRAFTS, TEMPLATES
 from fcbench.config import PipelineConfig
 from fcbench.formats import read_samples
 from fcbench.jsonl import write_json, write_json_lines
-from fcbench.sample import Sample, sample_to_dict
+from fcbench.sample import Sample
 
 
 @dataclass(frozen=True)
@@ -108,39 +107,6 @@ def run_stage2_pull(pipeline: PipelineConfig, from_export: Path | None = None, s
     if send_back:
         send_back_to_annotators(fetched, outcomes, report)
     return report
-
-
-def draft_fingerprint(draft: Sample) -> str:
-    """What an annotator saw of a draft: its query, tools offered and path (not provenance)."""
-    shown = sample_to_dict(draft)
-    return hashlib.sha256(json.dumps({key: shown.get(key) for key in ("messages", "tools", "calls")},
-                                     sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
-
-
-def refuse_stale_drafts(outcomes: Sequence[TaskOutcome], drafts_file: Path) -> None:
-    """Turn every gold outcome whose task's draft is not in the current drafts (by id and content)
-    into a `stale_draft` reject. No drafts file at all: nothing to compare with, nothing refused."""
-    if not drafts_file.is_file():
-        return
-    current = {draft.id: draft_fingerprint(draft) for draft in read_samples(drafts_file, "fcbench")
-               if isinstance(draft, Sample)}
-    for outcome in outcomes:
-        if outcome.status != "gold":
-            continue
-        try:
-            annotated = draft_of(outcome.task_data)
-        except ValueError:
-            annotated = None
-        if annotated is None:
-            continue
-        if annotated.id not in current:
-            why = f"draft {annotated.id} is not in {drafts_file.name} (annotations of another stage1 run)"
-        elif current[annotated.id] != draft_fingerprint(annotated):
-            why = f"draft {annotated.id} changed since it was pushed (another stage1 run)"
-        else:
-            continue
-        outcome.status, outcome.sample = "rejected", None
-        outcome.problems = [Problem(ProblemCode.STALE_DRAFT, f"{why}; push again, or pull with --allow-stale")]
 
 
 def _read_previous(path: Path) -> list[Sample]:

@@ -54,11 +54,13 @@ from annotate.rework import REWORK_MARKERS_FIELD, real_annotations, server_task,
 from annotate.live_check import (ACTIONS, BadEvent, LiveCheck, annotation_key,
                                  check_from_outcome, parse_event, stored_checks, task_view)
 from annotate.pull import junior_builder, process_tasks, senior_builder
-from annotate.pulling import LazyEnvironment, annotation_catalog, drafts_in_tasks, pipeline_environment
+from annotate.pulling import (LazyEnvironment, annotation_catalog, draft_fingerprints, drafts_in_tasks,
+                              pipeline_environment, refuse_stale_drafts)
 from annotate.studio import StudioConfig, StudioError
 from annotate.tasks import JUNIOR_KIND, STAGE2_KIND, ToolCatalog
 from annotate.team import ASSIGNED_FIELD, ASSIGNED_IDS_FIELD, OVERLAP_FIELD
 from fcbench.config import PipelineConfig
+from fcbench.context import DRAFTS
 from fcbench.localhost import LOOPBACK, free_port, port_is_free, read_private_json, write_private_json
 
 WEBHOOK_PATH = "/fcbench-webhook"
@@ -102,6 +104,7 @@ class LiveChecker:
         self._shared: LazyEnvironment | None = None
         if pipeline.tools_path is not None:
             self._shared = pipeline_environment(pipeline, lambda: [])
+        self._drafts: tuple[tuple[int, int], dict[str, str] | None] | None = None  # (file stat, fingerprints)
 
     def close(self) -> None:
         if self._shared is not None:
@@ -162,9 +165,8 @@ class LiveChecker:
                 if key not in (ASSIGNED_FIELD, ASSIGNED_IDS_FIELD, OVERLAP_FIELD)}  # this annotation, not the team's
         builder, stage = KINDS[data["kind"]]
         alone = {"id": task["id"], "project": task.get("project"), "data": data, "annotations": [dict(annotation)]}
-        annotator = self.annotator(annotation.get("completed_by"))
+        annotator = self.annotator(annotation.get("completed_by"))  # a user object, or an id in older servers
         users = {annotation["completed_by"]: annotator} if isinstance(annotation.get("completed_by"), int) else {}
-        # (the task API expands completed_by to the user; pull's reader takes either form)
         environment = self._shared or pipeline_environment(self.pipeline,
                                                             lambda: drafts_in_tasks([alone], self.catalog))
         try:
@@ -173,9 +175,24 @@ class LiveChecker:
         finally:
             if environment is not self._shared:
                 environment.close()
+        if data["kind"] == STAGE2_KIND:  # as stage2 pull does (without --allow-stale)
+            refuse_stale_drafts(outcomes, self.drafts_file, self._current_drafts())
         return check_from_outcome(outcomes[0], annotation, annotator, _now())
 
-    # -- the annotator's queue
+    @property
+    def drafts_file(self) -> Path:
+        return self.pipeline.build_dir / DRAFTS
+
+    def _current_drafts(self) -> dict[str, str] | None:
+        """The current drafts' fingerprints, read again only when the file changed."""
+        try:
+            stat = self.drafts_file.stat()
+        except FileNotFoundError:
+            return None
+        key = (stat.st_mtime_ns, stat.st_size)
+        if self._drafts is None or self._drafts[0] != key:
+            self._drafts = (key, draft_fingerprints(self.drafts_file))
+        return self._drafts[1]
 
 
 # ----------------------------------------------------------------------------- registration

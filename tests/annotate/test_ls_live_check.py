@@ -17,6 +17,8 @@ from annotate.live_check import (BadEvent, LiveCheck, annotation_key, parse_even
 from annotate.push import task_view_data
 from annotate.tasks import choices_result, listing_fields, senior_task, textarea_result
 from annotate.webhook import LiveChecker, Receiver
+from fcbench.jsonl import write_json_lines
+from fcbench.sample import sample_to_dict
 from ls_helpers import write_pipeline
 from ls_fixtures import drafts, travel_environment, travel_tools  # noqa: F401 (pytest fixtures)
 
@@ -289,3 +291,13 @@ def test_a_check_that_fails_on_a_server_error_is_tried_again(monkeypatch) -> Non
         assert checker.calls == [3, 3] and receiver.counters["retried"] == 1
     finally:
         receiver.stop()
+
+
+def test_an_annotation_of_a_draft_that_is_no_longer_current_is_refused_as_pull_refuses_it(scripted, drafts) -> None:
+    checker, server = scripted
+    other = drafts["two-cities"].model_copy(deep=True)
+    write_json_lines(checker.drafts_file, [sample_to_dict(other)])  # another stage1 run: sydney is gone
+    checker.check_task(9)
+    check = server.task["data"]["live_checks"]["4"]
+    assert check["verdict"] == "refused" and check["codes"] == ["stale_draft"]
+    assert server.task["data"]["rework"] == "no"  # not the annotator's to fix: nothing sent back
