@@ -51,7 +51,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from annotate.client import Connection, open_client
 from annotate.rework import REWORK_MARKERS_FIELD, real_annotations, server_task, sync_rework
-from annotate.live_check import (ACTIONS, BadEvent, LiveCheck, annotation_key,
+from annotate.push import find_project, list_tasks
+from annotate.live_check import (ACTIONS, LIVE_CHECKS_FIELD, BadEvent, LiveCheck, annotation_key,
                                  check_from_outcome, parse_event, stored_checks, task_view)
 from annotate.pull import junior_builder, process_tasks, senior_builder
 from annotate.pulling import (LazyEnvironment, annotation_catalog, draft_fingerprints, drafts_in_tasks,
@@ -218,8 +219,6 @@ def register_webhook(client: Any, project_id: int, url: str, secret: str) -> str
 
 
 def project_ids(client: Any, titles: Sequence[str]) -> dict[str, int]:
-    from annotate.push import find_project
-
     found = {}
     for title in titles:
         project = find_project(client, title)
@@ -324,13 +323,18 @@ class Receiver:
                      + (f", released for users {result.released_for}" if result.released_for else ""))
 
     def register(self) -> None:
-        """Register the webhook on every project of the pipeline that exists now."""
+        """Register the webhook on every project of the pipeline that exists now, and queue the
+        tasks annotated while no receiver listened (more annotations than checks)."""
         try:
             for title, project_id in project_ids(self.checker.client, self.titles).items():
                 if project_id not in self.registered:
                     done = register_webhook(self.checker.client, project_id, self.url, self.secret)
                     self.registered[project_id] = title
-                    self.log(f"webhook {done} on project {project_id} ({title})")
+                    missed = [task.id for task in list_tasks(self.checker.client, project_id)
+                              if task.annotations > len(task.data.get(LIVE_CHECKS_FIELD) or {})]
+                    for task_id in missed:
+                        self.enqueue(task_id)
+                    self.log(f"webhook {done} on project {project_id} ({title}); {len(missed)} tasks to catch up on")
         except Exception as exc:  # noqa: BLE001 (the server may be restarting: try again next round)
             self.log(f"registering the webhook failed ({type(exc).__name__}: {exc}); trying again")
 

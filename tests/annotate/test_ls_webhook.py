@@ -236,6 +236,9 @@ def test_webhook_checks_like_pull_sends_broken_work_back_and_loses_nothing(studi
         assert again["running"] and again["url"] != receiver["url"]
         hooks = studio.client.webhooks.list(project=pushed.project_id)
         assert [(hook.url, hook.is_active) for hook in hooks] == [(again["url"], True)]
+        # and it catches up on what was annotated while it was down
+        caught, waited = _wait(lambda: _check_of(studio, tasks["two-cities"].id, unchecked.id), timeout=15)
+        assert caught is not None and caught["verdict"] == "passes", waited
     finally:
         runner.invoke(app, ["studio", "webhook", "hook", *cli, "--stop"])
     assert find_project(studio.client, project_title(pipeline)) is not None
