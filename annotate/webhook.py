@@ -19,8 +19,9 @@ worker reads the task and its annotations back from the server, checks each anno
 (id + hash of its content, `live_check.annotation_key`) has no stored result yet, and before
 writing reads the annotations again: if one changed meanwhile, nothing is written and the task is
 checked again. A webhook delivered twice finds every key already checked and writes nothing. A
-receiver that is down or slow loses nothing: `pull` reads every annotation anyway and decides;
-the live result is only a preview of pull's verdict.
+receiver that is down or slow loses nothing: `pull` reads every annotation anyway and decides
+(the live result is only a preview of pull's verdict, stale drafts refused as pull refuses them),
+and a receiver that starts queues the tasks with more annotations than checks.
 
 Sending a task back to its annotator (Label Studio's open-source queue has no "rework" state): the
 receiver adds an empty skipped annotation by that annotator (a marker, listed in the task data;
