@@ -264,6 +264,8 @@ class Receiver:
             with self.lock:
                 self.counters["refused"] += 1
             return 400, {"error": str(exc)}
+        if event.project_id is not None and event.project_id not in self.registered:
+            return 200, {"queued": False, "ignored": "not a project of this pipeline"}
         return 200, {"queued": self.enqueue(event.task_id)}
 
     def enqueue(self, task_id: int, attempt: int = 0) -> bool:

@@ -256,6 +256,7 @@ class _CountingChecker:
 def _receiver(checker: _CountingChecker) -> Receiver:
     receiver = Receiver(checker, "s3cret", [], port=0, log=lambda line: None)  # type: ignore[arg-type]
     receiver.register = lambda: None  # type: ignore[method-assign] (no server to register with)
+    receiver.registered = {2: "p stage2"}
     return receiver
 
 
@@ -266,6 +267,8 @@ def test_the_receiver_answers_at_once_and_checks_a_task_delivered_twice_once() -
     try:
         assert receiver.receive(_body(), "wrong") [0] == 403 and receiver.receive(_body(), None)[0] == 403
         assert receiver.receive(b"{}", "s3cret")[0] == 400
+        assert receiver.receive(_body(project={"id": 99}), "s3cret") == (
+            200, {"queued": False, "ignored": "not a project of this pipeline"})
         assert receiver.receive(_body(), "s3cret") == (200, {"queued": True})  # answered before any check ran
         assert receiver.receive(_body(), "s3cret") == (200, {"queued": False})  # the same task already waits
         checker.release.set()
