@@ -160,8 +160,6 @@ def parse_json_field(text: str | None, field_name: str) -> tuple[Any, Problem | 
 VERDICT_FIELD = "verdict"
 REWORK_FIELD = "rework"
 ANNOTATOR_FIELD = "annotator"
-LISTING_FIELDS = ("sample_id", "domain", "n_calls", "n_steps", "n_warnings", ANNOTATOR_FIELD, VERDICT_FIELD,
-                  REWORK_FIELD)
 
 
 def listing_fields(sample: Sample, warnings: int = 0) -> dict[str, Any]:
