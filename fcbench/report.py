@@ -27,7 +27,7 @@ from typing import Any
 from fcbench.formats import Rejected, read_samples
 from fcbench.jsonl import JsonLine, iter_json_lines, write_json, write_text
 from fcbench.sample import Sample, path_shape
-from fcbench.stats import DatasetStats, compute_stats
+from fcbench.stats import TABLE_COLUMNS, DatasetStats, compute_stats, hardness_lines, table_rows
 
 # ------------------------------------------------------------------------------------ stage layout
 # The stage that writes each file, in pipeline order (see DESIGN.md and the stage conventions).
@@ -595,6 +595,9 @@ def _dataset_charts(dataset: DatasetSection) -> list[Chart]:
     stats = dataset.stats
     difficulty = {level: n for level, n in stats.difficulty.items()}
     return [
+        Chart("dataset", "context_tokens", "Context length", _bar_chart(
+            f"Context length ({stats.encoding} tokens)", stats.context_histogram, ACCENT, "tokens of context",
+            size=MEDIUM)),
         Chart("dataset", "difficulty", "Difficulty", _bar_chart(
             "Difficulty (from the gold path)", difficulty,
             [DIFFICULTY_COLOURS.get(k, ACCENT) for k in difficulty], "difficulty")),
@@ -748,11 +751,12 @@ def _dataset_html(dataset: DatasetSection | None, charts: Sequence[Chart]) -> st
     if dataset is None:
         return '<p class="empty">No stage output yet: no dataset statistics.</p>'
     stats = dataset.stats
-    rows = [(_e(r.domain), _number(r.samples), f"{r.avg_steps:.2f}", f"{r.avg_calls:.2f}") for r in stats.domains]
+    rows = [tuple(_e(cell) for cell in row) for row in table_rows(stats)]
     parts = [f"<p>Measured on <code>{_e(dataset.source)}</code>: {stats.samples:,} samples"
              + (f", {stats.rejected:,} unreadable lines" if stats.rejected else "") + ".</p>",
-             "<h3>Per domain</h3>", _table(("domain", "samples", "avg steps", "avg calls"), rows)]
-    distributions = [("difficulty", stats.difficulty)]
+             "<h3>Per domain</h3>", _table(TABLE_COLUMNS, rows),
+             "<ul>" + "".join(f"<li>{_e(line)}</li>" for line in hardness_lines(stats)) + "</ul>"]
+    distributions = [(f"context tokens ({stats.encoding})", stats.context_histogram), ("difficulty", stats.difficulty)]
     if stats.published_difficulty:
         distributions.append(("published difficulty", stats.published_difficulty))
     distributions += [("steps", dataset.steps), ("nesting depth", stats.nesting_depth),

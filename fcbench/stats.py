@@ -214,3 +214,26 @@ def compute_stats(items: Iterable[Sample | Rejected]) -> DatasetStats:
         constraint_kinds={kind: constraint_kinds[kind] for kind in CONSTRAINT_KINDS},
         queries_with_constraints=with_constraints,
     )
+
+
+# ------------------------------------------------------------------------ one table for every output
+# `stats`, the dataset card and the QA report print the same table: ComplexFuncBench's Table 3
+# columns first, then what makes the samples hard.
+TABLE_COLUMNS = ("domain", "samples", "avg steps", "avg calls", f"avg context tokens ({ENCODING})",
+                 "max context tokens", "longest value (chars)", "args from responses", "constraints / query")
+
+
+def table_rows(stats: DatasetStats) -> list[list[str]]:
+    return [[row.domain, f"{row.samples:,}", f"{row.avg_steps:.2f}", f"{row.avg_calls:.2f}",
+             f"{row.avg_context_tokens:,.0f}", f"{row.max_context_tokens:,}", f"{row.longest_value:,}",
+             f"{row.needs_response_share:.0%}", f"{row.avg_constraints:.2f}"] for row in stats.domains]
+
+
+def hardness_lines(stats: DatasetStats) -> list[str]:
+    """The dataset-wide figures beside the table, one sentence each."""
+    kinds = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in stats.constraint_kinds.items())
+    return [f"Tokens counted with the {stats.encoding} BPE tokenizer over the context a model sees: messages, "
+            f"tool specs and the gold path's responses.",
+            f"Samples over {LONG_CONTEXT // 1000}k tokens of context: {stats.long_context_share:.0%}.",
+            f"Queries with at least one constraint: {stats.queries_with_constraints} of {stats.samples} "
+            f"({kinds}; rule-based detector, fcbench/hardness.py)."]
