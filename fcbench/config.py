@@ -124,6 +124,9 @@ class LLMConfig(_Config):
     max_tokens: int = Field(1024, gt=0, le=1_000_000)
     concurrency: int = Field(4, ge=1, le=10_000)
     max_retries: int = Field(5, ge=0, le=100)
+    # The model's context window in tokens (cl100k_base, fcbench.tokens): `evaluate` sends no
+    # request above it and records that sample as `context_overflow`. None: no limit is checked.
+    context_window: int | None = Field(None, gt=0, le=100_000_000)
     prices: PricesConfig = Field(default_factory=PricesConfig)
     # online: one HTTP request per call; batch: the stage's requests go through the Batch API
     # (half the price, answers within the completion window), into the same request cache.

@@ -279,6 +279,7 @@ class EvaluateSettings:
     extra_turns: int = 3
     batch: bool = False
     progress: Any = None  # (done, total) callback
+    context_window: int | None = None  # the model's, in tokens (default: llm.context_window)
 
 
 def _report_summary(stage: str, report: Any) -> StageSummary:
@@ -319,7 +320,8 @@ def _evaluate(ctx: PipelineContext, settings: EvaluateSettings) -> StageSummary:
 
     result = evaluate_pipeline(ctx.config, settings.model, base_url=settings.base_url, split=settings.split,
                                input_file=settings.input_file, limit=settings.limit, extra_turns=settings.extra_turns,
-                               batch=settings.batch, progress=settings.progress)
+                               batch=settings.batch, progress=settings.progress,
+                               context_window=settings.context_window)
     return StageSummary("evaluate", {"samples": result.samples, "ran": result.ran, "reused": result.reused},
                         outputs={"trajectories": str(result.trajectories_path), "scores": str(result.scores_path),
                                  "rejects": str(result.rejects_path)}, report=result)

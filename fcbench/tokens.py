@@ -99,3 +99,11 @@ def context_parts(sample: Sample) -> Iterable[str]:
 def context_tokens(sample: Sample) -> int:
     """Tokens of the sample's whole context (see the module docstring)."""
     return sum(count_tokens(part) for part in context_parts(sample))
+
+
+def request_tokens(messages: Iterable[Any], tools: Iterable[Any] | None) -> int:
+    """Tokens of a chat request as this module counts context: each message's JSON text and the
+    tools' (memoised per message, so a conversation growing turn by turn is not recounted)."""
+    total = sum(count_tokens(_text(message)) for message in messages)
+    tools = list(tools or [])
+    return total + (count_tokens(_text(tools)) if tools else 0)

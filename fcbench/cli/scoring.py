@@ -105,6 +105,10 @@ def evaluate(
                                     "gold steps (final answer and corrections) before it is cut off."),
     file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
     batch: bool = typer.Option(False, "--batch", help=BATCH_HELP),
+    context_window: Optional[int] = typer.Option(
+        None, "--context-window", min=1, help="The model's context window in tokens (cl100k_base count of "
+        "messages + tools; default: llm.context_window). A request above it is not sent: the sample ends "
+        "there as context_overflow."),
     as_json: bool = typer.Option(False, "--json", help='Print {"model", "scores", "trajectories"} as JSON.'),
 ) -> None:
     """Run a model on an exported benchmark with ComplexFuncBench's ComplexEval protocol, then score it.
@@ -124,7 +128,8 @@ def evaluate(
     with Progress(console=Console(stderr=True), transient=True, disable=as_json) as progress:
         task = progress.add_task(f"evaluate {model}", total=None)
         settings = EvaluateSettings(model, base_url, split, input_file, limit, extra_turns, batch,
-                                    progress=lambda done, total: progress.update(task, completed=done, total=total))
+                                    progress=lambda done, total: progress.update(task, completed=done, total=total),
+                                    context_window=context_window)
         result = run_stage("evaluate", config, settings).report
     if as_json:
         print_json(result.as_dict())
@@ -151,5 +156,8 @@ def _print_evaluation(result: Any) -> None:
                       highlight=False, soft_wrap=True)
     for reason, count in result.not_evaluated.items():
         print(f"warning: {count} samples not evaluated ({reason}); see {result.rejects_path}", file=sys.stderr)
+    if result.context_overflow:
+        print(f"warning: {len(result.context_overflow)} samples did not fit the context window (context_overflow: "
+              f"scored on the turns before it); see {result.scores_path}", file=sys.stderr)
     console.print(f"trajectories: {result.trajectories_path}\nscores:       {result.scores_path}", highlight=False,
                   soft_wrap=True)

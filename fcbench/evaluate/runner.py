@@ -43,6 +43,7 @@ from fcbench.errors import UserError
 from fcbench.formats import Rejected, read_samples
 from fcbench.jsonl import dumps_line, iter_json_lines, write_json, write_json_lines
 from fcbench.sample import Sample, sample_to_dict
+from fcbench.tokens import ENCODING, request_tokens
 from fcbench.score.complexeval import (
     ComplexEvalOptions,
     ComplexEvalSession,
@@ -58,6 +59,9 @@ DEFAULT_SPLIT = "test"
 # rest to correct calls after an error message) before it is cut off: a looping model must stop.
 DEFAULT_EXTRA_TURNS = 3
 STOP_MAX_TURNS = "max_turns"
+# The next request would not fit the model's context window (llm.context_window / --context-window):
+# it is not sent; the sample ends there, is scored on the turns it had, and is counted apart.
+STOP_CONTEXT_OVERFLOW = "context_overflow"
 
 _NOT_SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -76,8 +80,11 @@ def sample_digest(sample: Sample) -> str:
 
 def run_settings(config: LLMConfig, extra_turns: int) -> dict[str, Any]:
     """What else shapes a trajectory: a saved one is reused only when all of it is unchanged."""
-    return {"model": config.model, "temperature": config.temperature, "seed": config.seed,
-            "max_tokens": config.max_tokens, "extra_turns": extra_turns}
+    settings = {"model": config.model, "temperature": config.temperature, "seed": config.seed,
+                "max_tokens": config.max_tokens, "extra_turns": extra_turns}
+    if config.context_window is not None:
+        settings["context_window"] = config.context_window
+    return settings
 
 
 def predicted_call(tool_call: ToolCall) -> dict[str, Any]:
@@ -106,10 +113,14 @@ class Trajectory:
     model_turns: int  # chat requests the sample took (replayed from the cache or sent)
     sample_sha: str
     settings: dict[str, Any]
+    context_tokens: int | None = None  # the request that did not fit (context_overflow only)
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.sample_id, "turns": self.turns, "stop_reason": self.stop_reason,
-                "model_turns": self.model_turns, "sample_sha": self.sample_sha, "settings": self.settings}
+        record = {"id": self.sample_id, "turns": self.turns, "stop_reason": self.stop_reason,
+                  "model_turns": self.model_turns, "sample_sha": self.sample_sha, "settings": self.settings}
+        if self.context_tokens is not None:
+            record["context_tokens"] = self.context_tokens
+        return record
 
 
 @dataclass(frozen=True)
@@ -129,8 +140,14 @@ async def run_sample(llm: LLMClient, sample: Sample, settings: Mapping[str, Any]
     history: list[dict[str, Any]] = [dict(message) for message in sample.messages]
     tools = [openai_tool_param(tool) for tool in sample.tools] or None
     limit = turn_limit(session, int(settings["extra_turns"]))
+    window = settings.get("context_window")
     turns: list[Any] = []
     while not session.finished and len(turns) < limit:
+        if window is not None:
+            needed = request_tokens(history, tools)
+            if needed > window:
+                return Trajectory(sample.id, turns, STOP_CONTEXT_OVERFLOW, len(turns), sample_digest(sample),
+                                  dict(settings), context_tokens=needed)
         outcome = await llm.complete(ChatRequest(messages=list(history), tools=tools))
         if isinstance(outcome, LLMRejection):
             return Unanswered(sample.id, outcome.reason)
@@ -307,11 +324,13 @@ class EvaluationResult:
     reused: int = 0  # samples whose trajectory an earlier run had saved
     not_evaluated: dict[str, int] = field(default_factory=dict)  # reason -> samples
     llm: dict[str, Any] = field(default_factory=dict)  # requests sent, cache hits, tokens, cost
+    context_overflow: list[str] = field(default_factory=list)  # samples cut at the context window
 
     def as_dict(self) -> dict[str, Any]:
         return {"model": self.model, "scores": self.scores, "trajectories": str(self.trajectories_path),
                 "scores_file": str(self.scores_path), "input": self.source, "samples": self.samples,
-                "ran": self.ran, "reused": self.reused, "not_evaluated": self.not_evaluated, "llm": self.llm}
+                "ran": self.ran, "reused": self.reused, "not_evaluated": self.not_evaluated, "llm": self.llm,
+                "context_overflow": self.context_overflow}
 
 
 ProgressCallback = Callable[[int, int], None]  # (samples done, samples in total)
@@ -350,12 +369,16 @@ async def _drive(config: LLMConfig, cache: RequestCache, samples: Sequence[Sampl
 
 
 def evaluation_llm_config(pipeline: PipelineConfig, model: str, base_url: str | None,
-                          batch: bool = False) -> LLMConfig:
+                          batch: bool = False, context_window: int | None = None) -> LLMConfig:
     """The pipeline's llm block (sampling, concurrency, key variable, prices) with the model and
-    endpoint given on the command line (and the Batch API with `batch`)."""
+    endpoint given on the command line (and the Batch API with `batch`, the model's context window
+    with `context_window`)."""
     if pipeline.llm is None:
-        return LLMConfig(model=model, base_url=base_url, mode="batch" if batch else "online")
+        return LLMConfig(model=model, base_url=base_url, mode="batch" if batch else "online",
+                         context_window=context_window)
     update: dict[str, Any] = {"model": model}
+    if context_window is not None:
+        update["context_window"] = context_window
     if batch:
         update["mode"] = "batch"
     if base_url is not None:
@@ -422,21 +445,26 @@ def _score_and_write(config: LLMConfig, benchmark: Benchmark, paths: EvalPaths, 
     rejects += [{"id": item.sample_id, "reason": "llm_error", "detail": item.reason}
                 for item in sorted(unanswered, key=lambda item: order.get(item.sample_id, len(order)))]
     write_json_lines(paths.rejects, rejects)
+    overflow = [line["id"] for line in lines if line.get("stop_reason") == STOP_CONTEXT_OVERFLOW]
     document = {"metric": "complexeval", "model": config.model, "input": benchmark.source,
                 "samples": len(benchmark.samples), "settings": dict(settings),
                 "not_evaluated": dict(sorted(not_evaluated.items())),
                 "summary": report.summary, "items": report.items}
+    if config.context_window is not None:
+        document["context_overflow"] = {"samples": overflow, "window": config.context_window, "tokenizer": ENCODING}
     write_json(paths.scores, document, indent=2)
     return EvaluationResult(model=config.model, source=benchmark.source, samples=len(benchmark.samples),
                             trajectories_path=paths.trajectories, scores_path=paths.scores,
                             rejects_path=paths.rejects, scores=report.summary, ran=ran, reused=reused,
-                            not_evaluated=dict(sorted(not_evaluated.items())), llm=llm_summary)
+                            not_evaluated=dict(sorted(not_evaluated.items())), llm=llm_summary,
+                            context_overflow=overflow)
 
 
 def evaluate_pipeline(pipeline: PipelineConfig, model: str, *, base_url: str | None = None,
                       split: str = DEFAULT_SPLIT, input_file: Path | None = None, limit: int | None = None,
                       extra_turns: int = DEFAULT_EXTRA_TURNS, environ: Mapping[str, str] | None = None,
-                      progress: ProgressCallback | None = None, batch: bool = False) -> EvaluationResult:
-    config = evaluation_llm_config(pipeline, model, base_url, batch)
+                      progress: ProgressCallback | None = None, batch: bool = False,
+                      context_window: int | None = None) -> EvaluationResult:
+    config = evaluation_llm_config(pipeline, model, base_url, batch, context_window)
     return evaluate(config, pipeline.build_dir, split=split, input_file=input_file, limit=limit,
                     extra_turns=extra_turns, environ=environ, progress=progress)
