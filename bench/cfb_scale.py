@@ -337,7 +337,7 @@ def stage_commands(name: str, pipelines: Path, synthetic: bool, mock_url: str) -
             ("stage3", [tool, "stage3", "run", name, "--offline", *common]),
         ]
     commands += [
-        ("filter", [tool, "filter", name, *common]),
+        ("filter", [tool, "filter", name, "--offline", *common]),
         ("export", [tool, "export", name, *common]),
         ("report", [tool, "report", name, *common]),
         ("evaluate", [tool, "evaluate", name, "--model", "bench-model", "--base-url", mock_url,
@@ -362,7 +362,7 @@ def main() -> None:
 
     root = args.keep or Path(tempfile.mkdtemp(prefix="fcbench-cfb-scale."))
     root.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "FCBENCH_PROGRESS": "0", "OPENAI_API_KEY": "bench-key-not-secret"}
+    env = {**os.environ, "FCBENCH_PROGRESS": "0"}
     try:
         started = time.perf_counter()
         if args.synthetic:
@@ -377,12 +377,14 @@ def main() -> None:
         runs: list[StageRun] = []
         with MockLLMServer(responder=_final_text) as server:
             for stage, command in stage_commands(name, pipelines, bool(args.synthetic), server.base_url):
-                result = run_stage(stage, command, root, env)
+                # the mock server's key, for evaluate only (the other stages run offline)
+                stage_env = {**env, "OPENAI_API_KEY": "mock-server-key"} if stage == "evaluate" else env
+                result = run_stage(stage, command, root, stage_env)
                 runs.append(result)
                 print(f"{stage:9s} {result.seconds:7.1f} s  peak RSS {result.rss_mb:7,.0f} MB (stage), "
                       f"{result.tree_rss_mb:7,.0f} MB (with workers)  exit {result.exit_code}", flush=True)
                 if result.exit_code != 0:
-                    print(f"  {result.tail}")
+                    raise SystemExit(f"stage {stage} failed: {result.tail}")
         build = root / "datasets" / (SYNTHETIC if args.synthetic else _dataset_dir(pipelines, name)) / "build"
         _print_shape(build)
         total = sum(run.seconds for run in runs)
