@@ -208,7 +208,7 @@ def _tool_specs() -> list[dict[str, Any]]:
 
 def _page_size(index: int, domains: int) -> int:
     """A result record is ~330 tokens (cl100k_base; booking tokens of random characters are dear), so
-    contexts run from ~2k tokens to ~125k: 60 % short, 15 % medium, 20 % over 32k, 5 % near 128k.
+    contexts run from ~2k tokens to ~128k: 60 % short, 15 % medium, 20 % over 32k, 5 % near 100k-128k.
     A Cross sample searches two domains, each with half the page."""
     rng = random.Random(index)
     bucket = index % 20
@@ -219,7 +219,7 @@ def _page_size(index: int, domains: int) -> int:
     elif bucket < 19:
         size = rng.randrange(105, 250)
     else:
-        size = rng.randrange(330, 370)
+        size = rng.randrange(280, 330)
     return max(2, size // domains)
 
 
