@@ -55,6 +55,7 @@ from fcbench.score.matching import (
     CallLike,
     CallSimilarity,
     FormatIssue,
+    JudgeError,
     MatchDecision,
     MatchLayer,
     PredictedCall,
@@ -481,6 +482,7 @@ MATCH_ERROR_TYPES = {
     "param_hallucination": "hallucination",
     "value_error": "value_error",
     "format_error": "value_error",
+    "judge_error": "judge_error",
 }
 
 
@@ -570,7 +572,8 @@ class ResponseJudgeInput:
 
 
 ResponseJudge = Callable[[ResponseJudgeInput], int]
-"""Scores the final answer 0 (bad), 1 (partly) or 2 (good); an LLM judge plugs in here."""
+"""Scores the final answer 0 (bad), 1 (partly) or 2 (good); an LLM judge plugs in here and raises
+JudgeError when it gets no usable verdict."""
 
 
 def naive_completeness_judge(given: ResponseJudgeInput) -> int:
@@ -603,9 +606,10 @@ class ComplexEvalVerdict:
     n_correct_calls: int
     error_type: str | None
     error_detail: str
-    completeness: int
-    correctness: int
+    completeness: int | None  # None: the judge gave no verdict (judge_errors says why)
+    correctness: int | None
     record: SessionRecord
+    judge_errors: dict[str, str] = field(default_factory=dict)
 
     @property
     def call_accuracy(self) -> float:
@@ -620,8 +624,9 @@ class ComplexEvalVerdict:
             "n_correct_calls": self.n_correct_calls,
             "call_accuracy": self.call_accuracy,
             "error": None if self.error_type is None else {"type": self.error_type, "detail": self.error_detail},
-            "completeness": self.completeness,
-            "correctness": self.correctness,
+            "completeness": "judge_error" if self.completeness is None else self.completeness,
+            "correctness": "judge_error" if self.correctness is None else self.correctness,
+            "judge_errors": self.judge_errors,
             "stop_reason": self.record.stop_reason,
             "remaining": self.record.remaining_labels,
             "calls": [j.to_json() for j in self.record.judgements()],
@@ -671,6 +676,10 @@ def verdict_of(
         raise ValueError(f"session of sample {session.sample.id!r} has not ended")
     record = session.record
     judge_input = ResponseJudgeInput(session.sample, record.final_text, record, session.context_text())
+    completeness, completeness_error = run_response_judge(completeness_judge, judge_input)
+    correctness, correctness_error = run_response_judge(correctness_judge, judge_input)
+    judge_errors = {name: error for name, error in (("completeness", completeness_error),
+                                                    ("correctness", correctness_error)) if error}
     return ComplexEvalVerdict(
         sample_id=session.sample.id,
         domain=domain_name(session.sample),
@@ -679,10 +688,20 @@ def verdict_of(
         n_correct_calls=len(record.matched_labels),
         error_type=record.error_type,
         error_detail=record.error_detail,
-        completeness=completeness_judge(judge_input),
-        correctness=correctness_judge(judge_input),
+        completeness=completeness,
+        correctness=correctness,
         record=record,
+        judge_errors=judge_errors,
     )
+
+
+def run_response_judge(judge: ResponseJudge, given: ResponseJudgeInput) -> tuple[int | None, str | None]:
+    """(score, None), or (None, why) when the judge gave no usable verdict: never guessed, left
+    out of the averages and counted as a judge_error."""
+    try:
+        return judge(given), None
+    except JudgeError as exc:
+        return None, str(exc)
 
 
 def domain_name(sample: Sample) -> str:
@@ -712,7 +731,7 @@ def score_complexeval(
     whose id has no sample becomes an item with an error and is counted, never dropped."""
     by_id = {sample.id: sample for sample in samples}
     verdicts, items, unknown = [], [], []
-    for sample_id, turns in _trajectory_lines(trajectories):
+    for sample_id, turns in trajectory_lines(trajectories):
         sample = by_id.get(sample_id)
         if sample is None:
             unknown.append(sample_id)
@@ -738,7 +757,7 @@ def judges_used(completeness_judge: ResponseJudge, correctness_judge: ResponseJu
     return {**names, "scale": "0-2", "rule_based": all(name in RULE_BASED_JUDGES for name in names.values())}
 
 
-def _trajectory_lines(trajectories: Trajectories) -> list[tuple[str, Sequence[TrajectoryTurn]]]:
+def trajectory_lines(trajectories: Trajectories) -> list[tuple[str, Sequence[TrajectoryTurn]]]:
     if isinstance(trajectories, Mapping):
         return [(str(sample_id), turns) for sample_id, turns in trajectories.items()]
     return [(str(line.get("id")), line.get("turns") or []) for line in trajectories]
@@ -748,6 +767,13 @@ def summarise(verdicts: Sequence[ComplexEvalVerdict]) -> dict[str, Any]:
     """Overall figures, error counts, per-parameter-type error rates and per-domain figures."""
     summary = _figures(verdicts)
     summary["errors"] = {kind: sum(v.error_type == kind for v in verdicts) for kind in ERROR_TYPES}
+    # the scorer's own failures, apart from the model's: a judge that gave no verdict (never guessed)
+    summary["judge_errors"] = {
+        "samples": sum(v.error_type == "judge_error" for v in verdicts),
+        "calls": sum(j.error_type == "judge_error" for v in verdicts for j in v.record.judgements()),
+        "completeness": sum(v.completeness is None for v in verdicts),
+        "correctness": sum(v.correctness is None for v in verdicts),
+    }
     call_errors = Counter(j.error_type for v in verdicts for j in v.record.judgements() if j.error_type)
     summary["call_errors"] = {kind: call_errors.get(kind, 0) for kind in ERROR_TYPES if kind != "stop_early"}
     summary["param_type_error_rate"], summary["param_type_counts"] = parameter_type_rates(verdicts)
@@ -759,12 +785,14 @@ def summarise(verdicts: Sequence[ComplexEvalVerdict]) -> dict[str, Any]:
 def _figures(verdicts: Sequence[ComplexEvalVerdict]) -> dict[str, Any]:
     n = len(verdicts)
     gold = sum(v.n_gold_calls for v in verdicts)
+    completeness = [v.completeness for v in verdicts if v.completeness is not None]
+    correctness = [v.correctness for v in verdicts if v.correctness is not None]
     return {
         "n": n,
         "success_rate": sum(v.success for v in verdicts) / n if n else 0.0,
         "call_accuracy": sum(v.n_correct_calls for v in verdicts) / gold if gold else 0.0,
-        "completeness": sum(v.completeness for v in verdicts) / n if n else 0.0,
-        "correctness": sum(v.correctness for v in verdicts) / n if n else 0.0,
+        "completeness": sum(completeness) / len(completeness) if completeness else 0.0,
+        "correctness": sum(correctness) / len(correctness) if correctness else 0.0,
     }
 
 

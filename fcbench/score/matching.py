@@ -115,7 +115,13 @@ class MatchDecision:
     detail: str = ""
 
 
-# A pluggable layer returns True (equivalent), False (not) or None (cannot tell: next layer).
+class JudgeError(RuntimeError):
+    """Raised by a layer whose judge gave no usable verdict (after its retry): the pair is decided
+    as not equivalent by the `judge_error` layer, never guessed, and the report says so."""
+
+
+# A pluggable layer returns True (equivalent), False (not) or None (cannot tell: next layer); it
+# raises JudgeError when its judge could not answer.
 LayerFunction = Callable[[PredictedCall, Call, Union[Tool, None]], Union[bool, None]]
 
 
@@ -155,7 +161,10 @@ def match_call(
     if exact_failure is not None:
         return MatchDecision(False, "exact", *exact_failure)
     for layer in layers:
-        decided = layer.decide(predicted, gold, tool)
+        try:
+            decided = layer.decide(predicted, gold, tool)
+        except JudgeError as exc:
+            return MatchDecision(False, "judge_error", "judge_error", f"The {layer.name} judge gave no verdict: {exc}")
         if decided is not None:
             if decided:
                 return MatchDecision(True, layer.name)
