@@ -170,12 +170,52 @@ def _readable_lines(predictions: Path) -> list[dict[str, Any]]:
     return lines  # type: ignore[return-value]
 
 
-def score_complexeval_files(predictions: Path, gold: Path | None, gold_format: str) -> ScoreResult:
-    """Prediction lines are saved trajectories `{"id", "turns": [[calls...], ..., "final text"]}`."""
-    from fcbench.score.complexeval import score_complexeval
+@dataclass(frozen=True)
+class JudgeSettings:
+    """The LLM that judges ComplexEval (call equivalence, completeness, correctness); none given:
+    the rule-based stand-ins, and the report says so on its first line."""
 
-    report = score_complexeval(_gold_samples(gold, gold_format, "complexeval"), _readable_lines(predictions))
-    return ScoreResult("complexeval", report.summary, report.items)
+    model: str
+    base_url: str | None = None
+    cache: Path | None = None  # the judges' request cache (default beside the predictions)
+
+
+def score_complexeval_files(predictions: Path, gold: Path | None, gold_format: str, compat: bool = False,
+                            judge: JudgeSettings | None = None) -> ScoreResult:
+    """Prediction lines are saved trajectories `{"id", "turns": [[calls...], ..., "final text"]}`;
+    `compat` gives the published runner's verdicts (fcbench.score.complexeval_compat)."""
+    from fcbench.score.complexeval import judges_line, score_complexeval
+    from fcbench.score.complexeval_compat import score_compat
+
+    samples = _gold_samples(gold, gold_format, "complexeval")
+    lines = _readable_lines(predictions)
+    if judge is None:
+        report = score_compat(samples, lines) if compat else score_complexeval(samples, lines)
+        return ScoreResult("complexeval", {"judges_note": judges_line(report.summary["judges"]), **report.summary},
+                           report.items)
+    from fcbench.complexeval_judges import JUDGE_CACHE_FILE, LLMJudges, judged_options
+    from fcbench.config import LLMConfig
+    from fcbench.score.complexeval_compat import CompatOptions
+    from fcbench.score.complexeval import response_match_layer
+    from fcbench.environments.recorded import RecordedEnvironment
+
+    config = LLMConfig(model=judge.model, base_url=judge.base_url, temperature=0.0)
+    cache = judge.cache or predictions.with_name(predictions.name + "." + JUDGE_CACHE_FILE)
+    with LLMJudges(config, cache) as judges:
+        if compat:
+            # the reference's paid layers, in its order: the response comparison, then the LLM
+            response_layer = response_match_layer(RecordedEnvironment.from_samples(samples))
+            report = score_compat(samples, lines, completeness_judge=judges.completeness_judge,
+                                  correctness_judge=judges.correctness_judge,
+                                  options_for=lambda sample: CompatOptions(
+                                      layers=[response_layer, judges.equivalence_layer(sample)]))
+        else:
+            report = score_complexeval(samples, lines, completeness_judge=judges.completeness_judge,
+                                       correctness_judge=judges.correctness_judge,
+                                       options_for=judged_options(samples, judges))
+        summary = {"judges_note": judges_line(report.summary["judges"]), **report.summary,
+                   "judge_llm": judges.summary()}
+    return ScoreResult("complexeval", summary, report.items)
 
 
 def score_confetti_files(predictions: Path, gold: Path | None, gold_format: str) -> ScoreResult:
@@ -198,6 +238,7 @@ class ScoreRequest:
     gold_format: str = "fcbench"
     tools_module: Path | None = None
     compat: bool = False
+    judge: JudgeSettings | None = None  # complexeval: the judge LLM (none: rule-based stand-ins)
 
 
 def _bfcl(request: ScoreRequest) -> ScoreResult:
@@ -217,7 +258,7 @@ METRICS: dict[str, Any] = {
     "bfcl": _bfcl,
     "nestful": lambda r: score_nestful_files(r.predictions, r.gold, r.tools_module, r.compat),
     "callnavi": _callnavi,
-    "complexeval": lambda r: score_complexeval_files(r.predictions, r.gold, r.gold_format),
+    "complexeval": lambda r: score_complexeval_files(r.predictions, r.gold, r.gold_format, r.compat, r.judge),
     "confetti": lambda r: score_confetti_files(r.predictions, r.gold, r.gold_format),
 }
 

@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from fcbench.errors import UserError
 from fcbench.cli.common import (_count_table, BATCH_HELP, _load_pipeline, app, console, print_json,
                                 user_errors)
 
@@ -28,6 +29,10 @@ SCORE_EPILOG = """Examples:
 
   build-dataset score --metric callnavi --questions ../shared/external/callnavi/Questions/bank.json --predictions tests/data/predictions/callnavi_bank_runs.jsonl
 
+  build-dataset score --metric complexeval --gold datasets/complexfuncbench-example/trips.jsonl --from complexfuncbench --predictions tests/data/predictions/complexeval_trips.jsonl
+
+  build-dataset score --metric complexeval --gold datasets/complexfuncbench-example/trips.jsonl --from complexfuncbench --predictions tests/data/predictions/complexeval_trips.jsonl --compat
+
 Inputs per metric:
 
   bfcl: prediction lines {"id", "category", "result": [{"func": {"arg": value}}]}; --questions and
@@ -41,7 +46,12 @@ Inputs per metric:
   Questions/<domain>.json; several lines with one id are repeated runs (stability scores).
 
   complexeval: saved trajectories {"id", "turns": [[{"name", "arguments"}, ...], ..., "final text"]}
-  against --gold samples (any format, --from); summary in ComplexFuncBench's Table 2 shape.
+  against --gold samples (any format, --from); summary in ComplexFuncBench's Table 2 shape. With
+  --judge-model (an OpenAI-compatible endpoint: --judge-base-url or $OPENAI_BASE_URL, key in
+  $OPENAI_API_KEY) calls are compared by rules, then recorded responses, then the LLM judge, and
+  completeness and correctness (0-2) are LLM-judged, every verdict cached; without it, rule-based
+  stand-ins judge, as the report's first line says. --compat reproduces the published
+  ComplexFuncBench runner's verdicts, defects included (bench/README.md lists the differences).
 
   confetti: prediction lines {"id", "result": [{"func": {"arg": value}}]} and/or {"id",
   "dialog_acts": [...]} against --gold (e.g. the CONFETTI ground truth with --from confetti)."""
@@ -58,6 +68,12 @@ def score(
     gold_format: str = typer.Option("fcbench", "--from", help="Format of --gold for complexeval/confetti."),
     tools_module: Optional[Path] = typer.Option(None, "--tools-module", help="NESTful: Python tools to execute for win rate."),
     compat: bool = typer.Option(False, "--compat", help="Reproduce the published reference scorer exactly."),
+    judge_model: Optional[str] = typer.Option(None, "--judge-model", help="complexeval: the LLM judge (call "
+                                              "equivalence, completeness, correctness); none: rule-based stand-ins."),
+    judge_base_url: Optional[str] = typer.Option(None, "--judge-base-url", help="complexeval: the judge's "
+                                                 "OpenAI-compatible endpoint (default $OPENAI_BASE_URL)."),
+    judge_cache: Optional[Path] = typer.Option(None, "--judge-cache", help="complexeval: the judges' request cache "
+                                               "(default <predictions>.judges.sqlite)."),
     as_json: bool = typer.Option(False, "--json", help="Print {metric, summary, items} as one JSON object."),
 ) -> None:
     """Grade model predictions with the shared scorer.
@@ -65,16 +81,24 @@ def score(
     The JSON output is {metric, summary, items}; item i is the verdict for prediction line i."""
     from fcbench import scoring
 
-    request = scoring.ScoreRequest(predictions, tuple(questions), tuple(answers), gold, gold_format, tools_module, compat)
+    judge = scoring.JudgeSettings(judge_model, judge_base_url, judge_cache) if judge_model else None
+    if judge is not None and metric != "complexeval":
+        raise UserError("--judge-model is for --metric complexeval")
+    request = scoring.ScoreRequest(predictions, tuple(questions), tuple(answers), gold, gold_format, tools_module,
+                                   compat, judge)
     result = scoring.score_files(metric, request)
     if as_json:
         print_json(result.as_dict())
         return
+    if "judges_note" in result.summary:  # who judged, first: a stand-in is never passed off as an LLM
+        console.print(result.summary["judges_note"], highlight=False, soft_wrap=True)
     console.print(f"{metric}{' (compat)' if compat else ''}: {predictions}", highlight=False, soft_wrap=True)
     table = Table()
     table.add_column("measure")
     table.add_column("value", justify="right")
     for key, value in result.summary.items():
+        if key == "judges_note":
+            continue
         if isinstance(value, dict):
             value = ", ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in value.items())
         table.add_row(key, f"{value:.4f}" if isinstance(value, float) else str(value))

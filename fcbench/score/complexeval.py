@@ -726,9 +726,11 @@ def score_complexeval(
     options: ComplexEvalOptions = ComplexEvalOptions(),
     completeness_judge: ResponseJudge = naive_completeness_judge,
     correctness_judge: ResponseJudge = naive_correctness_judge,
+    options_for: Callable[[Sample], ComplexEvalOptions] | None = None,
 ) -> ComplexEvalReport:
     """Score saved trajectories; summary in the shape of ComplexFuncBench's Table 2. A trajectory
-    whose id has no sample becomes an item with an error and is counted, never dropped."""
+    whose id has no sample becomes an item with an error and is counted, never dropped.
+    `options_for(sample)` gives per-sample options (an LLM judge that sees the sample's query)."""
     by_id = {sample.id: sample for sample in samples}
     verdicts, items, unknown = [], [], []
     for sample_id, turns in trajectory_lines(trajectories):
@@ -737,12 +739,15 @@ def score_complexeval(
             unknown.append(sample_id)
             items.append({"id": sample_id, "error": {"type": "unknown_id", "detail": "no sample has this id"}})
             continue
-        verdict = score_trajectory(sample, turns, options, completeness_judge, correctness_judge)
+        sample_options = options_for(sample) if options_for is not None else options
+        verdict = score_trajectory(sample, turns, sample_options, completeness_judge, correctness_judge)
         verdicts.append(verdict)
         items.append(verdict.to_json())
     summary = summarise(verdicts)
     summary["unknown_ids"] = unknown
     summary["judges"] = judges_used(completeness_judge, correctness_judge)
+    summary["call_layers"] = dict(sorted(Counter(j.layer or "none" for v in verdicts
+                                                 for j in v.record.judgements()).items()))
     return ComplexEvalReport(summary, items)
 
 
@@ -755,6 +760,17 @@ def judges_used(completeness_judge: ResponseJudge, correctness_judge: ResponseJu
     names = {"completeness": getattr(completeness_judge, "__name__", type(completeness_judge).__name__),
              "correctness": getattr(correctness_judge, "__name__", type(correctness_judge).__name__)}
     return {**names, "scale": "0-2", "rule_based": all(name in RULE_BASED_JUDGES for name in names.values())}
+
+
+def judges_line(judges: Mapping[str, Any]) -> str:
+    """The sentence a ComplexEval report starts with: who judged (a rule-based stand-in is never
+    passed off as an LLM judge)."""
+    if judges.get("rule_based", True):
+        return ("ComplexEval judges: RULE-BASED STAND-INS, not LLM judges (no judge LLM configured): call "
+                "equivalence by rules only; completeness and correctness (0-2) by "
+                f"{judges.get('completeness', '?')} and {judges.get('correctness', '?')}")
+    return (f"ComplexEval judges: call equivalence by rules, then responses, then an LLM; completeness and "
+            f"correctness (0-2) by {judges.get('completeness', '?')} and {judges.get('correctness', '?')}")
 
 
 def trajectory_lines(trajectories: Trajectories) -> list[tuple[str, Sequence[TrajectoryTurn]]]:

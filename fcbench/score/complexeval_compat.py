@@ -60,6 +60,7 @@ from fcbench.score.complexeval import (
     judges_used,
     naive_completeness_judge,
     naive_correctness_judge,
+    run_response_judge,
     trajectory_lines,
 )
 from fcbench.score.matching import JudgeError, MatchLayer, PredictedCall, call_similarity
@@ -572,6 +573,7 @@ def score_compat(
     options: CompatOptions = CompatOptions(),
     completeness_judge: ResponseJudge = naive_completeness_judge,
     correctness_judge: ResponseJudge = naive_correctness_judge,
+    options_for: Callable[[Sample], CompatOptions] | None = None,
 ) -> ComplexEvalReport:
     """Score saved trajectories with the reference's verdicts. Items and summary have the default
     mode's shape plus `mode: compat`, the reference's error names, crashes and paid-layer pairs."""
@@ -585,13 +587,18 @@ def score_compat(
             unknown.append(sample_id)
             items.append({"id": sample_id, "error": {"type": "unknown_id", "detail": "no sample has this id"}})
             continue
-        verdict = run_compat_trajectory(sample, turns, options)
+        verdict = run_compat_trajectory(sample, turns, options_for(sample) if options_for else options)
         record = SessionRecord(final_text=verdict.final_text, remaining_labels=list(verdict.remaining),
                                error_type=verdict.error_type, stop_reason="compat")
         judge_input = ResponseJudgeInput(sample, verdict.final_text, record, verdict.context)
-        completeness, correctness = completeness_judge(judge_input), correctness_judge(judge_input)
+        completeness, completeness_error = run_response_judge(completeness_judge, judge_input)
+        correctness, correctness_error = run_response_judge(correctness_judge, judge_input)
         verdicts.append((verdict, completeness, correctness))
-        items.append(verdict.to_json(completeness, correctness))
+        item = verdict.to_json("judge_error" if completeness is None else completeness,
+                               "judge_error" if correctness is None else correctness)
+        item["judge_errors"] = {name: error for name, error in (("completeness", completeness_error),
+                                                                ("correctness", correctness_error)) if error}
+        items.append(item)
     summary = _compat_summary(verdicts)
     summary["unknown_ids"] = unknown
     summary["judges"] = judges_used(completeness_judge, correctness_judge)
