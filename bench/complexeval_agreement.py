@@ -58,7 +58,7 @@ REFERENCE_FILES = ["runner/base_runner.py", "runner/gpt_runner.py", "utils/compa
                    "prompts/prompts.py"]
 
 # The stand-in embedding, shared by both sides (exec'd here, written into the reference's folder):
-# integer counts, so dot products are exact and the Hungarian algorithm sees identical matrices.
+# unit-length hashed trigram counts, so the dot product is a cosine as with BGE's normalised output.
 EMBEDDING_CODE = r'''
 import json, zlib
 import numpy as np
@@ -73,7 +73,8 @@ def embed_text(text):
     vector = np.zeros(DIM)
     for i in range(len(text) - 2):
         vector[zlib.crc32(text[i:i + 3].encode("utf-8")) % DIM] += 1.0
-    return vector
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm else vector
 '''
 
 _STUB_FLAG = EMBEDDING_CODE + r'''
