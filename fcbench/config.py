@@ -244,6 +244,9 @@ class PipelineConfig(_Config):
     min_output_share: float = Field(0.5, ge=0, le=1)
     environment: EnvironmentConfig | None = None
     llm: LLMConfig | None = None
+    # the LLM that judges `evaluate` (ComplexEval call equivalence, completeness, correctness: the
+    # paper used GPT-4o); none: rule-based stand-ins, and the scores say so first
+    judge: LLMConfig | None = None
     stages: StagesConfig = Field(default_factory=StagesConfig)
 
     _name: str = PrivateAttr("")

@@ -129,6 +129,11 @@ def evaluate(
                                     "gold steps (final answer and corrections) before it is cut off."),
     file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
     batch: bool = typer.Option(False, "--batch", help=BATCH_HELP),
+    judge_model: Optional[str] = typer.Option(None, "--judge-model", help="The LLM judge of call equivalence, "
+                                              "completeness and correctness (default: the pipeline's judge block; "
+                                              "none: rule-based stand-ins, said on the first line)."),
+    judge_base_url: Optional[str] = typer.Option(None, "--judge-base-url", help="The judge's OpenAI-compatible "
+                                                 "endpoint (default: the judge block's base_url, else $OPENAI_BASE_URL)."),
     as_json: bool = typer.Option(False, "--json", help='Print {"model", "scores", "trajectories"} as JSON.'),
 ) -> None:
     """Run a model on an exported benchmark with ComplexFuncBench's ComplexEval protocol, then score it.
@@ -139,7 +144,13 @@ def evaluate(
     llm block. Writes build/eval/<model>/trajectories.jsonl (one line per sample as it finishes)
     and build/eval/<model>/scores.json (per-domain success rate, call accuracy, completeness,
     correctness, error taxonomy, per-parameter-type error rates). A re-run after a kill resumes:
-    finished samples are skipped and answered turns are replayed from the request cache."""
+    finished samples are skipped and answered turns are replayed from the request cache.
+
+    With a judge (--judge-model, or a `judge:` block in the pipeline), calls the rules cannot
+    decide go to the recorded responses, then to the LLM judge, and completeness and correctness
+    (0-2) are LLM-judged, as in the paper; verdicts are cached in build/eval/<model>/judges.sqlite,
+    an unusable verdict is asked again once and then recorded as judge_error. Without one, the
+    rule-based stand-ins judge, and the output and scores.json say so first."""
     from rich.progress import Progress
 
     from fcbench.pipeline import EvaluateSettings, run_stage
@@ -148,7 +159,8 @@ def evaluate(
     with Progress(console=Console(stderr=True), transient=True, disable=as_json) as progress:
         task = progress.add_task(f"evaluate {model}", total=None)
         settings = EvaluateSettings(model, base_url, split, input_file, limit, extra_turns, batch,
-                                    progress=lambda done, total: progress.update(task, completed=done, total=total))
+                                    progress=lambda done, total: progress.update(task, completed=done, total=total),
+                                    judge_model=judge_model, judge_base_url=judge_base_url)
         result = run_stage("evaluate", config, settings).report
     if as_json:
         print_json(result.as_dict())
@@ -157,7 +169,10 @@ def evaluate(
 
 
 def _print_evaluation(result: Any) -> None:
+    from fcbench.score.complexeval import judges_line
+
     scores = result.scores
+    console.print(judges_line(result.judges), highlight=False, soft_wrap=True)  # who judged, first
     console.print(f"evaluate {result.model}: {result.samples} samples from {result.source} "
                   f"({result.ran} run, {result.reused} reused from an earlier run)", highlight=False, soft_wrap=True)
     table = Table(title="ComplexEval per domain")
