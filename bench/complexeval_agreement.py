@@ -48,7 +48,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from fcbench.formats import read_samples  # noqa: E402
-from fcbench.score.complexeval import score_trajectory  # noqa: E402
+from fcbench.score.complexeval import (COMPLEXFUNCBENCH_OPTIONAL_FUNCTIONS, ComplexEvalOptions,  # noqa: E402
+                                       score_trajectory)
 from fcbench.score.complexeval_compat import CompatOptions, run_compat_trajectory  # noqa: E402
 
 EXAMPLE = REPO / "datasets" / "complexfuncbench-example" / "trips.jsonl"
@@ -425,6 +426,8 @@ def ours(cases: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[s
         return float(embed(json.dumps(predicted, ensure_ascii=False)) @ embed(json.dumps(golden, ensure_ascii=False)))
 
     options = CompatOptions(similarity=similarity)
+    # default mode as `score --metric complexeval --from complexfuncbench` runs it (free look-ups optional)
+    default_options = ComplexEvalOptions(optional_functions=COMPLEXFUNCBENCH_OPTIONAL_FUNCTIONS)
     samples = {s.id: s for s in read_samples(EXAMPLE, "complexfuncbench")}
     compat, default = [], []
     for case in cases:
@@ -433,7 +436,7 @@ def ours(cases: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[s
         crashed = verdict.crash is not None
         compat.append({"success": None if crashed else verdict.success, "correct": None if crashed else verdict.n_correct_calls,
                        "error": "crash" if crashed else verdict.error_type, "paid": verdict.paid_layer_pairs})
-        mine = score_trajectory(sample, case["turns"])
+        mine = score_trajectory(sample, case["turns"], default_options)
         default.append({"success": mine.success, "correct": mine.n_correct_calls, "error": mine.error_type})
     return compat, default
 

@@ -184,13 +184,17 @@ def score_complexeval_files(predictions: Path, gold: Path | None, gold_format: s
                             judge: JudgeSettings | None = None) -> ScoreResult:
     """Prediction lines are saved trajectories `{"id", "turns": [[calls...], ..., "final text"]}`;
     `compat` gives the published runner's verdicts (fcbench.score.complexeval_compat)."""
-    from fcbench.score.complexeval import judges_line, score_complexeval
+    from fcbench.score.complexeval import (COMPLEXFUNCBENCH_OPTIONAL_FUNCTIONS, ComplexEvalOptions, judges_line,
+                                           score_complexeval)
     from fcbench.score.complexeval_compat import score_compat
 
     samples = _gold_samples(gold, gold_format, "complexeval")
     lines = _readable_lines(predictions)
+    options = ComplexEvalOptions()
+    if gold_format == "complexfuncbench":  # the benchmark's own rule: its location look-ups are free
+        options = ComplexEvalOptions(optional_functions=COMPLEXFUNCBENCH_OPTIONAL_FUNCTIONS)
     if judge is None:
-        report = score_compat(samples, lines) if compat else score_complexeval(samples, lines)
+        report = score_compat(samples, lines) if compat else score_complexeval(samples, lines, options)
         return ScoreResult("complexeval", {"judges_note": judges_line(report.summary["judges"]), **report.summary},
                            report.items)
     from fcbench.complexeval_judges import JUDGE_CACHE_FILE, LLMJudges, judged_options
@@ -212,7 +216,7 @@ def score_complexeval_files(predictions: Path, gold: Path | None, gold_format: s
         else:
             report = score_complexeval(samples, lines, completeness_judge=judges.completeness_judge,
                                        correctness_judge=judges.correctness_judge,
-                                       options_for=judged_options(samples, judges))
+                                       options_for=judged_options(samples, judges, options))
         summary = {"judges_note": judges_line(report.summary["judges"]), **report.summary,
                    "judge_llm": judges.summary()}
     return ScoreResult("complexeval", summary, report.items)

@@ -54,6 +54,7 @@ from fcbench.score.matching import (
     CallDecodeError,
     CallLike,
     CallSimilarity,
+    arguments_equivalent,
     FormatIssue,
     JudgeError,
     MatchDecision,
@@ -67,6 +68,7 @@ from fcbench.score.matching import (
     values_equivalent,
 )
 
+REPEAT_LAYER = "repeat"  # a judgement's layer for a repeated optional look-up (no error, not counted)
 ERROR_TYPES = ("func_error", "param_missing", "hallucination", "value_error", "stop_early")
 PARAMETER_TYPES = ("date", "location", "filter", "legs", "token", "slug", "id", "number", "other")
 
@@ -295,6 +297,7 @@ class ComplexEvalSession:
         self.record = SessionRecord()
         self.finished = False
         self._current: list[Call] = []
+        self._matched_optional: list[Call] = []  # optional gold calls already matched (a repeat is free)
         self._next_step = 0
         self._context = [_message_text(message) for message in sample.messages]
         self._advance()
@@ -359,7 +362,8 @@ class ComplexEvalSession:
         self.record.turns.append(judgements)
         self._apply_matches(judgements)
         self._context.extend(_response_text(j.response) for j in judgements)
-        if self.options.stop_on_unmatched_turn and not any(j.matched for j in judgements) and not issues:
+        progressed = any(j.matched or j.layer == REPEAT_LAYER for j in judgements)
+        if self.options.stop_on_unmatched_turn and not progressed and not issues:
             self._finish(judgements[0].error_type, judgements[0].detail, "off_path")
         else:
             self._advance()
@@ -370,7 +374,8 @@ class ComplexEvalSession:
         if self.finished:
             raise SessionFinished(f"session of sample {self.sample.id!r} has already ended")
         self.record.final_text = final_text
-        last_failures = [j for j in (self.record.turns[-1] if self.record.turns else []) if not j.matched]
+        last_failures = [j for j in (self.record.turns[-1] if self.record.turns else [])
+                         if not j.matched and j.error_type is not None]
         if last_failures:
             self._finish(last_failures[0].error_type, last_failures[0].detail, reason)
         elif self._required_left():
@@ -388,6 +393,7 @@ class ComplexEvalSession:
 
     def _apply_matches(self, judgements: list[CallJudgement]) -> None:
         matched = {j.gold_label for j in judgements if j.matched}
+        self._matched_optional.extend(c for c in self._current if c.label in matched and self._is_optional(c))
         self.record.matched_labels.extend(c.label for c in self._current if c.label in matched)
         self._current = [call for call in self._current if call.label not in matched]
 
@@ -409,8 +415,24 @@ class ComplexEvalSession:
         for index, call in enumerate(calls):
             pair = by_predicted[index]
             gold = self._current[pair.pair.gold_index] if pair.pair.gold_index is not None else None
-            judgements.append(self._judge_call(turn, index, call, gold, pair.decision, issues.get(index), context))
+            judgement = self._judge_call(turn, index, call, gold, pair.decision, issues.get(index), context)
+            judgements.append(self._as_repeat(judgement, call) if not judgement.matched else judgement)
         return judgements
+
+    def _as_repeat(self, judgement: CallJudgement, call: PredictedCall) -> CallJudgement:
+        """An optional look-up made again, identical to one already matched: answered with the same
+        response, neither an error nor another correct call (the published runner counts it again)."""
+        for done in self._matched_optional:
+            if done.name == call.name and arguments_equivalent(call.arguments, done.arguments,
+                                                               self._schema(done.name)):
+                return CallJudgement(judgement.turn, judgement.index, call.name, call.arguments, done.response,
+                                     gold_label=done.label, layer=REPEAT_LAYER,
+                                     detail="Repeated an optional look-up already made.")
+        return judgement
+
+    def _schema(self, name: str) -> Mapping[str, Any] | None:
+        tool = self.tools_by_name.get(name)
+        return tool.parameters if tool else None
 
     def _judge_call(
         self,

@@ -175,8 +175,12 @@ def test_defect_followed_a_repeated_free_lookup_counts_again() -> None:
     turns = [steps[0], [copy.deepcopy(steps[0][0]), steps[1][0]], TEXT]
     verdict = compat("Hotels-7", turns)
     assert verdict.success and verdict.n_correct_calls == 3 and verdict.n_gold_calls == 2
+    # default mode: the repeat gets the same response, is neither an error nor another correct call
     fixed = default("Hotels-7", turns, optional=True)
-    assert fixed.n_correct_calls <= fixed.n_gold_calls
+    assert fixed.success and fixed.n_correct_calls == 2 == fixed.n_gold_calls
+    repeat = fixed.record.turns[1][0]
+    assert repeat.layer == "repeat" and repeat.error_type is None
+    assert repeat.response == sample("Hotels-7").calls[0][0].response
 
 
 # return_result's clean-up removes from self.golden_fcs while iterating it: of two location searches
