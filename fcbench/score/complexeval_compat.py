@@ -299,7 +299,9 @@ class CompatSession:
                 judgement.error_type = "format_error"
                 responses[index] = {"error": problem}
                 continue
-            layer, error = self._compare_pair(predicted[index], golden)
+            layer, error = self._compare_pair(predicted[index], golden,
+                                              self.free[_free_key(predicted[index])]["response"]
+                                              if response is _FREE_MARK else response)
             judgement.layer = layer
             if error is None:
                 judgement.outcome = "free" if response is _FREE_MARK else "matched"
@@ -369,7 +371,8 @@ class CompatSession:
                 return f"Parameter {param} of function {call['name']} should be a {expected}, but {type(value).__name__} is provided."
         return None
 
-    def _compare_pair(self, predicted: dict[str, Any], golden: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+    def _compare_pair(self, predicted: dict[str, Any], golden: dict[str, Any],
+                      golden_response: Any) -> tuple[str, dict[str, Any] | None]:
         """(deciding layer, None when equivalent or the reference's error)."""
         if _rule_equal(predicted, golden):
             return "rule", None
@@ -385,7 +388,9 @@ class CompatSession:
             if not _value_equal(param, predicted["arguments"][param], value):
                 return "exact", {"error_type": "value_error", "content": f"Parameter {param} value is not correct in prediction."}
         self.paid_layer_pairs += 1  # the reference would now ask the Booking API, then an LLM
-        gold_call = Call(label="golden", name=golden["name"], arguments=dict(golden["arguments"]))
+        # the golden call with its recorded response, for a response-comparison layer
+        gold_call = Call(label="golden", name=golden["name"], arguments=dict(golden["arguments"]),
+                         response=golden_response)
         for layer in self.options.layers:
             try:
                 if layer.decide(PredictedCall(predicted["name"], dict(predicted["arguments"])), gold_call,

@@ -237,3 +237,19 @@ def test_score_compat_reports_mode_errors_and_counts() -> None:
     assert report.summary["call_accuracy"] == 3 / 3  # 3 correct (one repeated look-up) of 3 gold calls
     assert report.summary["unknown_ids"] == ["Nope-1"]
     assert report.items[0]["n_correct_calls"] == 3 and report.items[1]["success"] is False
+
+
+# compare_single_call: response_based runs before llm_based; equal API responses make the calls equal.
+def test_a_response_layer_decides_before_the_llm_layer() -> None:
+    from fcbench.environments.recorded import RecordedEnvironment, RecordedStore
+    from fcbench.score.complexeval import response_match_layer
+
+    s = sample("Hotels-7")
+    turns = gold("Hotels-7")
+    del turns[1][0]["arguments"]["adults"]  # not on Search_Hotels' exact-match list
+    store = RecordedStore.from_samples([s])
+    store.add("Search_Hotels", turns[1][0]["arguments"], s.calls[1][0].response)  # the API answers both alike
+    llm = CountingLayer(False)
+    options = CompatOptions(layers=[response_match_layer(RecordedEnvironment(store)), MatchLayer("llm", llm)])
+    verdict = run_compat_trajectory(s, turns + [TEXT], options)
+    assert verdict.success and verdict.turns[1][0].layer == "response" and llm.asked == 0
