@@ -5,7 +5,7 @@ Pure: no model, no API; the reference's paid layers (a live call to the Booking 
 comparison) are pluggable `MatchLayer`s and absent by default.
 
 What the reference does, and so what this session does (default mode differs where noted in
-bench/README.md, "ComplexEval: compat vs default"):
+bench/README.md, "ComplexEval: compat vs default mode"):
 
 - The golden list starts as gold step 1. A turn whose calls match at least one golden call moves
   the list ONE STEP AHEAD (the next gold step's calls are appended) even when calls of the current
