@@ -137,6 +137,9 @@ class LLMJudges:
             ("correctness", CORRECTNESS_PROMPT))}
         self.verdicts: Counter[str] = Counter()  # "<judge>:<verdict>" -> count
         self._lock = threading.Lock()
+        # this run's answers, judge errors included: the client forgets unusable answers (so a later
+        # run asks again), but within one run the scorer's replay must see what the live run saw
+        self._answers: dict[tuple[str, str], tuple[str | None, Any]] = {}
         self._cache = RequestCache(cache_path)
         self._loop = _LoopThread()
         retry = RetryPolicy(max_retries=config.max_retries, parse_attempts=JUDGE_PARSE_ATTEMPTS)
@@ -181,13 +184,21 @@ class LLMJudges:
 
     def _ask(self, judge: str, prompt_values: Mapping[str, str], parse: Any) -> Any:
         prompt = self.prompts[judge]
-        request = ChatRequest(messages=[{"role": "user", "content": prompt.render(**prompt_values)}],
-                              response_format={"type": "json_object"}, prompt_hash=prompt.sha256)
-        outcome = self._loop.run(self._client.complete(request, parse))
-        if isinstance(outcome, LLMRejection):
+        text = prompt.render(**prompt_values)
+        with self._lock:
+            remembered = self._answers.get((judge, text))
+        if remembered is None:
+            request = ChatRequest(messages=[{"role": "user", "content": text}],
+                                  response_format={"type": "json_object"}, prompt_hash=prompt.sha256)
+            outcome = self._loop.run(self._client.complete(request, parse))
+            remembered = (outcome.reason, None) if isinstance(outcome, LLMRejection) else (None, outcome.parsed)
+            with self._lock:
+                self._answers[(judge, text)] = remembered
+        failure, parsed = remembered
+        if failure is not None:
             self._count(f"{judge}:judge_error")
-            raise JudgeError(f"{judge} judge ({self.config.model}): {outcome.reason}")
-        return outcome.parsed
+            raise JudgeError(f"{judge} judge ({self.config.model}): {failure}")
+        return parsed
 
     # -- call equivalence ---------------------------------------------------------------------
     def equivalence_layer(self, sample: Sample) -> MatchLayer:

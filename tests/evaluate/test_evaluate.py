@@ -520,3 +520,27 @@ def test_the_judge_comes_from_the_pipeline_unless_the_command_line_names_one(tmp
     judge = judge_llm_config(configured, None, None)
     assert (judge.model, judge.base_url, judge.api_key_env) == ("gpt-4o", "http://127.0.0.1:2/v1", "JUDGE_KEY")
     assert judge_llm_config(configured, "other", None).api_key_env == "JUDGE_KEY"
+
+
+def test_a_judge_without_a_verdict_is_a_judge_error_live_and_when_scored(tmp_path, samples, canonical_input):
+    class Garbled(Judge):
+        def __call__(self, body, call_index):
+            if "Function call 1 (JSON)" in body["messages"][-1]["content"]:
+                with self.lock:
+                    self.asked["equivalence"] += 1
+                return {"content": "They look the same to me."}
+            return super().__call__(body, call_index)
+
+    model, judge = ScriptedModel(samples, near_miss), Garbled()
+    pipelines = write_pipelines(tmp_path)
+    with MockLLMServer(responder=model) as server, MockLLMServer(responder=judge) as judge_server:
+        result = evaluate_cli(pipelines, server.base_url, "--input", str(canonical_input),
+                              "--judge-model", "judge-4o", "--judge-base-url", judge_server.base_url)
+    assert result.exit_code == 0, result.output
+    # asked once and again once, live; the scorer's replay reuses that outcome instead of asking anew
+    assert judge.asked["equivalence"] == 2
+    scores = json.loads(result.stdout)["scores"]
+    assert scores["judge_errors"]["samples"] == 1 and scores["judge_errors"]["calls"] == 1
+    hotels = json.loads((tmp_path / "data" / "build" / "eval" / SLUG / "scores.json").read_text())["items"][1]
+    assert hotels["error"]["type"] == "judge_error" and hotels["calls"][0]["layer"] == "judge_error"
+    assert model.counts()["Hotels-7"] == 1  # the judged call got the error response: the session ended there
