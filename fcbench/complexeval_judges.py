@@ -29,7 +29,8 @@ from typing import Any
 
 from fcbench.config import LLMConfig
 from fcbench.llm.cache import RequestCache
-from fcbench.llm.client import ChatRequest, Completion, LLMClient, LLMRejection, ParseError, RetryPolicy
+from fcbench.llm.client import ChatRequest, Completion, LLMClient, LLMRejection, ParseError
+from fcbench.llm.judge import JUDGE_CACHE_FILE, JUDGE_PARSE_ATTEMPTS, judge_client, json_answer
 from fcbench.llm.prompts import PromptFile
 from fcbench.sample import Call, Sample, Tool, user_query
 from fcbench.environments.recorded import RecordedEnvironment
@@ -41,28 +42,13 @@ PROMPTS = Path(__file__).parent / "prompts"
 EQUIVALENCE_PROMPT = PROMPTS / "complexeval_call_equivalence.txt"
 COMPLETENESS_PROMPT = PROMPTS / "complexeval_completeness.txt"
 CORRECTNESS_PROMPT = PROMPTS / "complexeval_correctness.txt"
-JUDGE_CACHE_FILE = "judges.sqlite"
-JUDGE_PARSE_ATTEMPTS = 2  # the first answer, then one retry: never more, never a guess
+__all__ = ["JUDGE_CACHE_FILE", "JUDGE_PARSE_ATTEMPTS", "LLMJudges", "judged_options"]
 
 
 # ------------------------------------------------------------------------------ parsing (pure)
-def _json_object(completion: Completion) -> dict[str, Any]:
-    text = (completion.content or "").strip()
-    if text.startswith("```"):
-        text = text.strip("`").strip()
-        text = text[4:] if text[:4].lower() == "json" else text
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        raise ParseError("not a JSON object") from None
-    if not isinstance(value, dict):
-        raise ParseError("not a JSON object")
-    return value
-
-
 def parse_equivalence(completion: Completion) -> tuple[bool, str]:
     """(is_equal, reason); ParseError unless `is_equal` is a JSON boolean."""
-    value = _json_object(completion)
+    value = json_answer(completion)
     if not isinstance(value.get("is_equal"), bool):
         raise ParseError('expected {"is_equal": true or false, "reason": ...}')
     return value["is_equal"], str(value.get("reason", ""))
@@ -70,7 +56,7 @@ def parse_equivalence(completion: Completion) -> tuple[bool, str]:
 
 def parse_score(completion: Completion) -> tuple[int, str]:
     """(score, reason); ParseError unless `score` is exactly 0, 1 or 2 (not 2.5, not "2", not true)."""
-    value = _json_object(completion)
+    value = json_answer(completion)
     score = value.get("score")
     if isinstance(score, bool) or not isinstance(score, int) or score not in (0, 1, 2):
         raise ParseError('expected {"score": 0, 1 or 2, "reason": ...}')
@@ -142,10 +128,9 @@ class LLMJudges:
         self._answers: dict[tuple[str, str], tuple[str | None, Any]] = {}
         self._cache = RequestCache(cache_path)
         self._loop = _LoopThread()
-        retry = RetryPolicy(max_retries=config.max_retries, parse_attempts=JUDGE_PARSE_ATTEMPTS)
 
-        async def open_client() -> LLMClient:
-            return LLMClient(config, self._cache, environ=environ, retry=retry)
+        async def open_client() -> LLMClient:  # made in the judges' own loop, which it belongs to
+            return judge_client(config, self._cache, environ)
 
         try:
             self._client: LLMClient = self._loop.run(open_client())

@@ -210,9 +210,9 @@ def test_score_cli_says_who_judged_on_its_first_line(tmp_path: Path, compat: boo
     assert stand_in.stdout.splitlines()[0].startswith("ComplexEval judges: RULE-BASED STAND-INS")
     script = ScriptedJudge(scores={"completeness:Cars": 1, "correctness:Cars": 0})
     with MockLLMServer(responder=script) as server:
-        judged = runner.invoke(app, common + ["--judge-model", "judge-model", "--judge-base-url", server.base_url,
+        judged = runner.invoke(app, common + ["--llm-model", "judge-model", "--base-url", server.base_url,
                                               "--judge-cache", str(tmp_path / "c.sqlite")])
-        as_json = runner.invoke(app, common + ["--judge-model", "judge-model", "--judge-base-url", server.base_url,
+        as_json = runner.invoke(app, common + ["--llm-model", "judge-model", "--base-url", server.base_url,
                                                "--judge-cache", str(tmp_path / "c.sqlite"), "--json"])
     assert judged.exit_code == 0, judged.output
     first = judged.stdout.splitlines()[0]
@@ -226,7 +226,7 @@ def test_score_cli_says_who_judged_on_its_first_line(tmp_path: Path, compat: boo
 def test_score_cli_with_an_unreachable_judge_is_one_line_and_exit_1(tmp_path: Path) -> None:
     predictions = _write(tmp_path / "t.jsonl", [{"id": "Car-Rental-3", "turns": gold("Car-Rental-3") + ["Cars."]}])
     result = runner.invoke(app, ["score", "--metric", "complexeval", "--gold", str(EXAMPLE), "--from",
-                                 "complexfuncbench", "--predictions", str(predictions), "--judge-model", "j",
-                                 "--judge-base-url", "http://127.0.0.1:9/v1", "--judge-cache", str(tmp_path / "c.sqlite")])
+                                 "complexfuncbench", "--predictions", str(predictions), "--llm-model", "j",
+                                 "--base-url", "http://127.0.0.1:9/v1", "--judge-cache", str(tmp_path / "c.sqlite")])
     assert result.exit_code == 1
     assert "cannot reach the LLM endpoint" in result.stderr and "Traceback" not in result.output

@@ -50,6 +50,7 @@ from fcbench.score.complexeval import (
     score_complexeval,
 )
 from fcbench.complexeval_judges import JUDGE_CACHE_FILE, LLMJudges, judged_options
+from fcbench.llm.judge import judge_llm_config
 from fcbench.llm.cache import RequestCache, canonical_json
 from fcbench.llm.client import (ChatRequest, LLMClient, LLMRejection, ToolCall, assistant_message, tool_call_ids,
                           run_workers, tool_message)
@@ -463,29 +464,18 @@ def _score_and_write(config: LLMConfig, benchmark: Benchmark, paths: EvalPaths, 
                             judges=report.summary["judges"])
 
 
-def judge_llm_config(pipeline: PipelineConfig, judge_model: str | None, judge_base_url: str | None) -> LLMConfig | None:
-    """The pipeline's `judge` block with the command line's model and endpoint; None when neither
-    names a judge (the rule-based stand-ins then judge, and the scores say so first)."""
-    if judge_model is None and pipeline.judge is None:
-        if judge_base_url is not None:
-            raise UserError("--judge-base-url needs --judge-model (or a judge block in pipelines.yaml)")
-        return None
-    if pipeline.judge is None:
-        return LLMConfig(model=judge_model or "", base_url=judge_base_url, temperature=0.0)
-    update: dict[str, Any] = {}
-    if judge_model is not None:
-        update["model"] = judge_model
-    if judge_base_url is not None:
-        update["base_url"] = judge_base_url
-    return pipeline.judge.model_copy(update=update)
-
-
 def evaluate_pipeline(pipeline: PipelineConfig, model: str, *, base_url: str | None = None,
                       split: str = DEFAULT_SPLIT, input_file: Path | None = None, limit: int | None = None,
                       extra_turns: int = DEFAULT_EXTRA_TURNS, environ: Mapping[str, str] | None = None,
                       progress: ProgressCallback | None = None, batch: bool = False,
                       judge_model: str | None = None, judge_base_url: str | None = None) -> EvaluationResult:
     config = evaluation_llm_config(pipeline, model, base_url, batch)
+    if judge_base_url is not None and judge_model is None and pipeline.judge is None:
+        raise UserError("--judge-base-url needs --judge-model (or a judge block in pipelines.yaml)")
+    # the pipeline's judge block with the command line's model and endpoint, at temperature 0,
+    # online: the protocol waits for each verdict (None: the rule-based stand-ins judge)
+    judge = judge_llm_config(pipeline.judge, judge_model, judge_base_url)
+    if judge is not None:
+        judge = judge.model_copy(update={"mode": "online"})
     return evaluate(config, pipeline.build_dir, split=split, input_file=input_file, limit=limit,
-                    extra_turns=extra_turns, environ=environ, progress=progress,
-                    judge=judge_llm_config(pipeline, judge_model, judge_base_url))
+                    extra_turns=extra_turns, environ=environ, progress=progress, judge=judge)

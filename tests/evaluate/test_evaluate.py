@@ -510,16 +510,18 @@ def test_evaluate_without_a_judge_says_rule_based_first(tmp_path, samples, canon
 
 
 def test_the_judge_comes_from_the_pipeline_unless_the_command_line_names_one(tmp_path):
-    from fcbench.evaluate.runner import judge_llm_config
+    from fcbench.llm.judge import judge_llm_config
 
     plain = load_pipelines(write_pipelines(tmp_path)).get_pipeline("bench")
-    assert judge_llm_config(plain, None, None) is None
-    assert judge_llm_config(plain, "j", "http://127.0.0.1:1/v1").model == "j"
+    assert judge_llm_config(plain.judge, None, None) is None
+    assert judge_llm_config(plain.judge, "j", "http://127.0.0.1:1/v1").model == "j"
     configured = load_pipelines(write_pipelines(tmp_path, extra="    judge: {model: gpt-4o, base_url: "
                                                 "'http://127.0.0.1:2/v1', api_key_env: JUDGE_KEY}\n")).get_pipeline("bench")
-    judge = judge_llm_config(configured, None, None)
+    judge = judge_llm_config(configured.judge, None, None)
     assert (judge.model, judge.base_url, judge.api_key_env) == ("gpt-4o", "http://127.0.0.1:2/v1", "JUDGE_KEY")
-    assert judge_llm_config(configured, "other", None).api_key_env == "JUDGE_KEY"
+    assert judge_llm_config(configured.judge, "other", None).api_key_env == "JUDGE_KEY"
+    lone_url = evaluate_cli(write_pipelines(tmp_path), "http://127.0.0.1:9/v1", "--judge-base-url", "http://x/v1")
+    assert lone_url.exit_code == 1 and "--judge-base-url needs --judge-model" in lone_url.stderr
 
 
 def test_a_judge_without_a_verdict_is_a_judge_error_live_and_when_scored(tmp_path, samples, canonical_input):
