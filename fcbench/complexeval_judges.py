@@ -13,6 +13,10 @@ again). An answer that is not the JSON asked for is asked again ONCE (a second a
 own cache row); still unusable, or refused by the endpoint, it raises `JudgeError`: recorded as
 `judge_error`, never guessed. An unreachable endpoint or a refused key stops the run (UserError).
 
+The equivalence judge sees the sample's functions and messages (the query), not the responses
+the model has seen so far (the published runner also passes those): a matching layer is asked
+about a pair, without the session's history.
+
 The scorer is synchronous and may run inside another event loop (`evaluate`), so the judges own
 an event loop in a thread of their own; `judge(...)` blocks the calling thread only.
 """

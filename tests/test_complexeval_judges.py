@@ -208,6 +208,9 @@ def test_score_cli_says_who_judged_on_its_first_line(tmp_path: Path, compat: boo
     stand_in = runner.invoke(app, common)
     assert stand_in.exit_code == 0, stand_in.output
     assert stand_in.stdout.splitlines()[0].startswith("ComplexEval judges: RULE-BASED STAND-INS")
+    offline = runner.invoke(app, common + ["--llm-model", "judge-model", "--offline", "--json"])
+    assert offline.exit_code == 0 and "RULE-BASED STAND-INS" in offline.stderr and "(--offline)" in offline.stderr
+    assert json.loads(offline.stdout)["summary"]["judges"]["rule_based"] is True
     script = ScriptedJudge(scores={"completeness:Cars": 1, "correctness:Cars": 0})
     with MockLLMServer(responder=script) as server:
         judged = runner.invoke(app, common + ["--llm-model", "judge-model", "--base-url", server.base_url,

@@ -213,7 +213,10 @@ def evaluate(
                                     judge_model=judge_model, judge_base_url=judge_base_url)
         result = run_stage("evaluate", config, settings).report
     if as_json:
+        from fcbench.score.complexeval import judges_line
+
         print_json(result.as_dict())
+        print(judges_line(result.judges), file=sys.stderr)  # stdout holds only JSON; "judges" has the same
         return
     _print_evaluation(result)
 
