@@ -13,10 +13,6 @@ again). An answer that is not the JSON asked for is asked again ONCE (a second a
 own cache row); still unusable, or refused by the endpoint, it raises `JudgeError`: recorded as
 `judge_error`, never guessed. An unreachable endpoint or a refused key stops the run (UserError).
 
-The equivalence judge sees the sample's functions and messages (the query), not the responses
-the model has seen so far (the published runner also passes those): a matching layer is asked
-about a pair, without the session's history.
-
 The scorer is synchronous and may run inside another event loop (`evaluate`), so the judges own
 an event loop in a thread of their own; `judge(...)` blocks the calling thread only.
 """
@@ -191,20 +187,20 @@ class LLMJudges:
 
     # -- call equivalence ---------------------------------------------------------------------
     def equivalence_layer(self, sample: Sample) -> MatchLayer:
-        """The `llm` layer for one sample's pairs (the judge sees its functions and query)."""
+        """The `llm` layer for one sample's pairs: the judge sees its functions and the conversation
+        so far (the messages and every response the model was given), as in the paper."""
         functions = functions_text(list(sample.tools))
-        history = _dumps([dict(message) for message in sample.messages])
 
-        def decide(predicted: PredictedCall, gold: Call, tool: Tool | None) -> bool:
+        def decide(predicted: PredictedCall, gold: Call, tool: Tool | None, context: str) -> bool:
             is_equal, _ = self._ask("equivalence", {
-                "functions": functions, "history": history,
+                "functions": functions, "history": context,
                 "call_1": _dumps({"name": predicted.name, "arguments": predicted.arguments}),
                 "call_2": _dumps({"name": gold.name, "arguments": gold.arguments}),
             }, parse_equivalence)
             self._count(f"equivalence:{'equal' if is_equal else 'different'}")
             return is_equal
 
-        return MatchLayer("llm", decide)
+        return MatchLayer("llm", decide, needs_context=True)
 
     # -- the final answer ---------------------------------------------------------------------
     def completeness(self, given: ResponseJudgeInput) -> int:

@@ -52,6 +52,7 @@ class ScriptedJudge:
         self.equal = equal or {}  # a marker in call 1 -> a verdict (or a list of raw replies in turn)
         self.scores = scores or {}  # "completeness"/"correctness" + answer marker -> score or raw replies
         self.requests: Counter[str] = Counter()
+        self.prompts: list[str] = []
         self.lock = threading.Lock()
 
     def _pick(self, table: dict[str, Any], text: str, key: str) -> Any:
@@ -66,6 +67,8 @@ class ScriptedJudge:
 
     def __call__(self, body: dict[str, Any], call_index: int) -> dict[str, Any]:
         text = body["messages"][-1]["content"]
+        with self.lock:
+            self.prompts.append(text)
         if "Function call 1 (JSON)" in text:
             call_1 = text.split("Function call 1 (JSON):")[1].split("Function call 2")[0]
             key = "equivalence:" + call_1.strip()
@@ -193,6 +196,10 @@ def test_compat_mode_uses_the_judge_as_its_paid_llm_layer_after_the_exact_list(t
     assert report.items[0]["success"] and report.items[0]["calls"][3]["layer"] == "llm"
     assert report.items[1]["error"]["type"] == "value_error"
     assert script.total("equivalence:") == 1
+    # the judge saw the conversation so far, as in the paper: the query and the responses given
+    (asked,) = [text for text in script.prompts if "Function call 1 (JSON)" in text]
+    history = asked.split("Conversation so far")[1].split("Function call 1")[0]
+    assert "Sydney to Melbourne" in history and "MEL.CITY" in history and "-37.8303689" in history
 
 
 def _write(path: Path, lines: list[dict[str, Any]]) -> Path:

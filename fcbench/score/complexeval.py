@@ -356,6 +356,7 @@ class ComplexEvalSession:
             self.options.layers,
             self.options.similarity,
             self.options.exact_parameters,
+            context=self.context_text(),
         )
         issues = {**step_match.format_issues, **decode_issues}
         judgements = self._judge_turn(turn, decoded, step_match, issues)

@@ -391,10 +391,12 @@ class CompatSession:
         # the golden call with its recorded response, for a response-comparison layer
         gold_call = Call(label="golden", name=golden["name"], arguments=dict(golden["arguments"]),
                          response=golden_response)
+        call = PredictedCall(predicted["name"], dict(predicted["arguments"]))
         for layer in self.options.layers:
             try:
-                if layer.decide(PredictedCall(predicted["name"], dict(predicted["arguments"])), gold_call,
-                                self.tools.get(golden["name"])):
+                tool = self.tools.get(golden["name"])
+                if (layer.decide(call, gold_call, tool, self.context_text()) if layer.needs_context  # type: ignore[call-arg]
+                        else layer.decide(call, gold_call, tool)):
                     return layer.name, None
             except JudgeError as exc:
                 return "judge_error", {"error_type": "judge_error", "content": str(exc)}
