@@ -10,7 +10,7 @@ The scorer (`fcbench.score.complexeval`, pure) takes them as plug-ins:
 
 Every verdict is cached (the request cache is keyed on the whole request: a re-run asks nothing
 again). An answer that is not the JSON asked for is asked again ONCE (a second attempt with its
-own cache row); still unusable, or refused by the endpoint, it raises `JudgeError`: recorded as
+own cache row, `fcbench.llm.judge.JUDGE_PARSE_ATTEMPTS`); still unusable, or refused by the endpoint, it raises `JudgeError`: recorded as
 `judge_error`, never guessed. An unreachable endpoint or a refused key stops the run (UserError).
 
 The scorer is synchronous and may run inside another event loop (`evaluate`), so the judges own
@@ -30,7 +30,7 @@ from typing import Any
 from fcbench.config import LLMConfig
 from fcbench.llm.cache import RequestCache
 from fcbench.llm.client import ChatRequest, Completion, LLMClient, LLMRejection, ParseError
-from fcbench.llm.judge import JUDGE_CACHE_FILE, JUDGE_PARSE_ATTEMPTS, judge_client, json_answer
+from fcbench.llm.judge import judge_client, json_answer
 from fcbench.llm.prompts import PromptFile
 from fcbench.sample import Call, Sample, Tool, user_query
 from fcbench.environments.recorded import RecordedEnvironment
@@ -42,7 +42,6 @@ PROMPTS = Path(__file__).parent / "prompts"
 EQUIVALENCE_PROMPT = PROMPTS / "complexeval_call_equivalence.txt"
 COMPLETENESS_PROMPT = PROMPTS / "complexeval_completeness.txt"
 CORRECTNESS_PROMPT = PROMPTS / "complexeval_correctness.txt"
-__all__ = ["JUDGE_CACHE_FILE", "JUDGE_PARSE_ATTEMPTS", "LLMJudges", "judged_options"]
 
 
 # ------------------------------------------------------------------------------ parsing (pure)

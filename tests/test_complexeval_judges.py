@@ -18,7 +18,8 @@ import pytest
 from typer.testing import CliRunner
 
 from fcbench.cli import app
-from fcbench.complexeval_judges import JUDGE_PARSE_ATTEMPTS, LLMJudges, judged_options
+from fcbench.complexeval_judges import LLMJudges, judged_options
+from fcbench.llm.judge import JUDGE_PARSE_ATTEMPTS
 from fcbench.config import LLMConfig
 from fcbench.formats import read_samples
 from fcbench.llm.mock_server import MockLLMServer

@@ -49,8 +49,8 @@ from fcbench.score.complexeval import (
     judges_line,
     score_complexeval,
 )
-from fcbench.complexeval_judges import JUDGE_CACHE_FILE, LLMJudges, judged_options
-from fcbench.llm.judge import judge_llm_config
+from fcbench.complexeval_judges import LLMJudges, judged_options
+from fcbench.llm.judge import JUDGE_CACHE_FILE, judge_llm_config
 from fcbench.llm.cache import RequestCache, canonical_json
 from fcbench.llm.client import (ChatRequest, LLMClient, LLMRejection, ToolCall, assistant_message, tool_call_ids,
                           run_workers, tool_message)
