@@ -244,6 +244,7 @@ class ConversationConfig(_Config):
     min_turns: int = Field(2, ge=1, le=100)  # user turns a conversation must have
     max_turns: int = Field(12, ge=2, le=200)  # turn cap: a simulator still talking after this is rejected (turn_cap)
     offline: bool = False  # True: template scenarios and the rule-based simulator, no LLM
+    value_pools: str | None = None  # offline: the values users state (default: stages.stage3.value_pools)
 
     @field_validator("complexities")
     @classmethod

@@ -162,23 +162,24 @@ def _fields_text(value: Any, limit: int = 4) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _follow_up_field(response: Any) -> tuple[str, Any] | None:
-    """A plain field of the first entry of a response, to ask about."""
-    value = response
-    for _ in range(4):
-        if isinstance(value, dict) and "data" in value:
-            value = value["data"]
-        elif isinstance(value, list) and value:
-            value = value[0]
-        elif isinstance(value, dict) and len(value) == 1:
-            value = next(iter(value.values()))
-        else:
-            break
-    if not isinstance(value, dict):
+def _follow_up_field(response: Any, depth: int = 0) -> tuple[str, Any] | None:
+    """A plain field of the first entry found in a response (depth first), to ask about."""
+    if depth > 6:
         return None
-    for key, item in value.items():
-        if isinstance(item, (str, int, float)) and not isinstance(item, bool) and key not in ("id", "token"):
+    if isinstance(response, list):
+        return _follow_up_field(response[0], depth + 1) if response else None
+    if not isinstance(response, dict):
+        return None
+    for key, item in response.items():
+        if key in ("status", "message", "id", "token") or "id" in key.lower().split("_"):
+            continue
+        if isinstance(item, (str, int, float)) and not isinstance(item, bool):
             return key, item
+    for item in response.values():
+        if isinstance(item, (dict, list)):
+            found = _follow_up_field(item, depth + 1)
+            if found is not None:
+                return found
     return None
 
 

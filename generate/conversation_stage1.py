@@ -73,12 +73,13 @@ def _catalog(pipeline: PipelineConfig) -> list[Tool]:
 
 
 def _pools(pipeline: PipelineConfig, required: bool) -> ValuePools:
-    path = value_pools_path(pipeline)
+    declared = pipeline.conversation.value_pools if pipeline.conversation else None
+    path = pipeline.resolve(declared) if declared else value_pools_path(pipeline)
     if path.is_file():
         return load_value_pools(path)
     if required:
         raise UserError(f"{path}: no such file (the offline simulator draws the values users state from the value "
-                        f"pools; set stages.stage3.value_pools or configure `llm:`)")
+                        f"pools; set conversation.value_pools or configure `llm:`)")
     return ValuePools({}, str(path))
 
 
