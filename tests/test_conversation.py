@@ -28,7 +28,7 @@ from fcbench.conversation import (DIALOG_ACTS, agent_turns, calls_from_messages,
 from fcbench.conversation_filter import filter_conversations
 from fcbench.environments.python_env import PythonEnvironment
 from fcbench.formats import read_samples
-from fcbench.pipeline import PullSettings, run_stage
+from fcbench.pipeline import run_stage
 from fcbench.rows import row_to_sample
 from fcbench.sample import Sample
 from generate.conversation_simulator import SimulationFailed, plan_for, simulate
