@@ -324,6 +324,9 @@ def test_bundled_travel_chat_builds_offline_into_both_confetti_sets(tmp_path):
     for figure in ("| conversations |", "| user turns |", "avg. turns per conversation", "avg. calls per calling turn",
                    "avg. APIs available per turn", "`agent_seek_information`", "config_name: response_quality"):
         assert figure in card
+    report = json.loads((build / "report.json").read_text())
+    assert report["conversations"]["overall"]["conversations"] == gold  # the report shows Table 2/3 too
+    assert "Conversations (CONFETTI Table 2/3)" in (build / "report.html").read_text()
     # convert --to confetti writes the published shape: same keys and value types as the real files
     published = {kind: json.loads((CONFETTI / f"possible_answer_BFCL_v2_{kind}.json").read_text().splitlines()[0])
                  for kind in ("conversationsclean", "dialogacts")}
