@@ -32,8 +32,8 @@ import yaml
 
 from fcbench.config import PipelineConfig
 from fcbench.context import VALIDATED
-from fcbench.conversation import (DIALOG_ACT_TITLES, DIALOG_ACTS, SETS, conversation_stats, is_conversation,
-                                  turn_level_samples)
+from fcbench.conversation import (DIALOG_ACT_TITLES, DIALOG_ACTS, SETS, ConversationError, calls_from_messages,
+                                  conversation_stats, is_conversation, turn_level_samples)
 from fcbench.errors import UserError
 from fcbench.formats import FormatError, read_samples, write_samples
 from fcbench.jsonl import write_json, write_json_lines
@@ -110,6 +110,12 @@ def export_conversations(source: Path, build_dir: Path, pipeline: PipelineConfig
             continue
         if not is_conversation(item):
             rejects.append({"id": item.id, "reason": "not_a_conversation", "detail": "no meta.conversation.scenario"})
+            continue
+        try:  # the turn-level cut needs messages and calls that agree (the filter checks it; --input may not)
+            if turn_level_samples(item) and item.calls != calls_from_messages(item.messages):
+                raise ConversationError("its calls are not the ones its messages make")
+        except (ConversationError, KeyError, TypeError) as exc:
+            rejects.append({"id": item.id, "reason": "bad_conversation", "detail": str(exc)})
             continue
         split = conversation_split(item, settings.split, pipeline.seed, settings.ratios)
         by_split.setdefault(split, []).append(item)

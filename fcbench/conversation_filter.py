@@ -68,6 +68,9 @@ def static_conversation_verdict(sample: Sample, settings: FilterConfig) -> Verdi
         steps = calls_from_messages(sample.messages)
     except ConversationError as exc:
         return _reject(sample.id, FilterCategory.FAILED_FORMAT, "format.bad_conversation", str(exc))
+    if steps != sample.calls:  # the calls re-executed must be the ones the messages show
+        return _reject(sample.id, FilterCategory.FAILED_FORMAT, "format.bad_conversation",
+                       "the sample's calls are not the ones its messages make")
     for step in steps:
         for call in step:
             issue = check_call_format(call, sample.tools)
