@@ -278,7 +278,8 @@ def _conversation_pull(ctx: PipelineContext, settings: PullSettings) -> StageSum
     from annotate.conversation_stage2 import run_conversation_pull
 
     return _report_summary("stage2 pull", run_conversation_pull(ctx.config, from_export=settings.from_export,
-                                                                send_back=settings.send_back))
+                                                                send_back=settings.send_back,
+                                                                allow_stale=settings.allow_stale))
 
 
 # `kind: conversation` (CONFETTI-style): scenarios and drafted conversations, their authoring and

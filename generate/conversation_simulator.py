@@ -130,36 +130,50 @@ def _spoken(name: str) -> str:
     return name.replace("_", " ").replace("Id", " id").strip().lower()
 
 
+_SKIPPED_KEYS = {"status", "message", "token", "slug", "id"}
+
+
+def _plain_fields(value: dict[str, Any], limit: int, depth: int = 0) -> list[str]:
+    """Up to `limit` "name value" phrases of a record's plain fields, then of its nested records."""
+    parts = []
+    for key, item in value.items():
+        if key in _SKIPPED_KEYS or key.lower().endswith(("_id", "id", "token")):
+            continue
+        if isinstance(item, (str, int, float)) and not isinstance(item, bool):
+            parts.append(f"{_spoken(key)} {item}")
+    if depth < 2:
+        for item in value.values():
+            if isinstance(item, dict) and len(parts) < limit:
+                parts.extend(_plain_fields(item, limit - len(parts), depth + 1))
+    return parts[:limit]
+
+
+def _first_entries(value: Any, depth: int = 0) -> list[dict[str, Any]] | None:
+    """The first list of records in a response, depth first (the results a user asked for)."""
+    if depth > 6:
+        return None
+    if isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
+        return value
+    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    for child in children:
+        if isinstance(child, (dict, list)):
+            found = _first_entries(child, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
 def describe_result(response: Any) -> str:
-    """A short spoken summary of a response: its first entry's plain fields."""
-    value = response
-    for _ in range(4):
-        if isinstance(value, dict) and "data" in value:
-            value = value["data"]
-        elif isinstance(value, dict) and len(value) == 1 and isinstance(next(iter(value.values())), (list, dict)):
-            value = next(iter(value.values()))
-        else:
-            break
-    if isinstance(value, list):
-        count = len(value)
-        if not value:
-            return "nothing matched"
-        first = value[0]
-        return f"{count} result{'s' if count != 1 else ''}; the first: {_fields_text(first)}"
-    return _fields_text(value)
-
-
-def _fields_text(value: Any, limit: int = 4) -> str:
-    if isinstance(value, dict):
-        parts = [f"{_spoken(key)} {item}" for key, item in value.items()
-                 if isinstance(item, (str, int, float)) and not isinstance(item, bool)][:limit]
-        if parts:
-            return ", ".join(parts)
-        nested = [item for item in value.values() if isinstance(item, (dict, list))]
-        return _fields_text(nested[0], limit) if nested else "no details"
-    if isinstance(value, list):
-        return _fields_text(value[0], limit) if value else "nothing"
-    return json.dumps(value, ensure_ascii=False)
+    """A short spoken summary of a response: how many results, and the first one's plain fields."""
+    entries = _first_entries(response)
+    if entries:
+        fields = _plain_fields(entries[0], 4) or ["no details"]
+        count = len(entries)
+        return f"{count} option{'s' if count != 1 else ''}; the first has {', '.join(fields)}"
+    data = response.get("data", response) if isinstance(response, dict) else response
+    if isinstance(data, dict):
+        return ", ".join(_plain_fields(data, 5)) or "no details"
+    return json.dumps(data, ensure_ascii=False)[:200]
 
 
 def _follow_up_field(response: Any, depth: int = 0) -> tuple[str, Any] | None:
@@ -278,7 +292,7 @@ def simulate(scenario: Scenario, plan: ProposedDraft, environment: Environment, 
         agent.call_step(step)
         turn_acts = ["agent_function_calling"]
     last = plan.calls[-1][-1]
-    answer = f"Here is what I found: {describe_result(agent.outputs.get(last.label))}."
+    answer = f"I found {describe_result(agent.outputs.get(last.label))}."
     if "overfilled_parameters" in complexities:
         answer += " I could not take your other wishes into account: the services do not offer that choice."
     agent.say(answer, ["agent_inform_user"], turn_acts)

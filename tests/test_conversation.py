@@ -327,6 +327,19 @@ def test_bundled_travel_chat_builds_offline_into_both_confetti_sets(tmp_path):
     report = json.loads((build / "report.json").read_text())
     assert report["conversations"]["overall"]["conversations"] == gold  # the report shows Table 2/3 too
     assert "Conversations (CONFETTI Table 2/3)" in (build / "report.html").read_text()
+    # annotations made on other drafts (another stage1 run) are refused, unless --allow-stale
+    drafts_file = build / "drafts.jsonl"
+    lines = drafts_file.read_text().splitlines()
+    changed = json.loads(lines[0])
+    changed["messages"][0]["content"] += " Please hurry."
+    drafts_file.write_text("\n".join([json.dumps(changed), *lines[1:]]) + "\n")
+    export_file = REPO / "datasets" / "travel-chat" / "annotations" / "stage2_export.json"
+    stale = CliRunner().invoke(app, ["stage2", "pull", "travel-chat", "--from-export", str(export_file), "--json",
+                                     "--file", str(tmp_path / "pipelines.yaml")])
+    assert stale.exit_code == 0, stale.output
+    pulled = json.loads(stale.stdout)
+    assert pulled["reasons"]["stale_draft"] == 1 and pulled["counts"]["gold"] == gold - 1
+    assert any(changed["id"] == failure["id"] for failure in pulled["failures"])
     # convert --to confetti writes the published shape: same keys and value types as the real files
     published = {kind: json.loads((CONFETTI / f"possible_answer_BFCL_v2_{kind}.json").read_text().splitlines()[0])
                  for kind in ("conversationsclean", "dialogacts")}

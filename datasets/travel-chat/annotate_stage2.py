@@ -5,12 +5,14 @@ labeling editor submits an annotation (the prediction's regions, edited, plus th
 exported as a snapshot (what `stage2 pull` reads from the server). Nothing is written into the
 export by hand; re-running this script gives the same decisions.
 
+The script first drafts the conversations itself (`stage1 --offline`, deterministic) and forgets
+any earlier gold of this build, so every draft is pushed.
+
 The decisions below are an annotator's, taken by reading each drafted conversation: accept by
 default; rewrite the rule-based agent's stiff summaries and users' turns into natural ones; reject
 a conversation whose closing turns repeat themselves; and, as annotators do, one slip (a call's
 date typed as "15/04/2026") that the pull's schema check sends back instead of losing.
 
-  .venv/bin/build-dataset stage1 travel-chat --offline --force
   FCBENCH_STUDIO_VENV=/work/main/.venv-studio .venv/bin/python datasets/travel-chat/annotate_stage2.py
 """
 
@@ -26,15 +28,18 @@ EXPORT = REPO / "datasets" / "travel-chat" / "annotations" / "stage2_export.json
 
 # conversation id -> (verdict, [(text in the conversation JSON, its replacement)], notes)
 DECISIONS: dict[str, tuple[str, list[tuple[str, str]], str]] = {
-    "travel-chat-conv-0001": ("fix", [("Here is what I found: totalcount 19, shown 5.",
-                                       "I found 19 round trips from Tokyo to New York leaving July 1 and coming back "
-                                       "July 5; here are the 5 best offers.")], "Reply rewritten."),
-    "travel-chat-conv-0004": ("fix", [("Here is what I found: rental days 3.",
-                                       "For a 3-day rental from Girona Airport to Barcelona, here are the cars "
-                                       "available, prices in SGD.")], "Reply rewritten."),
-    "travel-chat-conv-0005": ("fix", [("Here is what I found: rental days 2.",
-                                       "I found cars for a 2-day rental from Queen Victoria Market to Fitzroy.")],
-                              "Reply rewritten."),
+    "travel-chat-conv-0001": ("fix", [("I found 5 options; the first has cabinclass ECONOMY, currency USD, total 2177.75, "
+                                       "peradult 2177.75.",
+                                       "I found 5 round trips from Tokyo to New York, out on July 1 and back on July 5; "
+                                       "the best one is in economy for 2177.75 USD.")], "Reply rewritten."),
+    "travel-chat-conv-0004": ("fix", [("I found 5 options; the first has name Fiat 500 or similar, group Mini, seats 4, "
+                                       "doors 3.",
+                                       "There are 5 cars for your rental from Girona Airport to Barcelona; the first is "
+                                       "a Fiat 500 or similar (mini, 4 seats).")], "Reply rewritten."),
+    "travel-chat-conv-0005": ("fix", [("I found 5 options; the first has name Fiat 500 or similar, group Mini, seats 4, "
+                                       "doors 3.",
+                                       "I found 5 cars from Queen Victoria Market to Fitzroy; the first is a Fiat 500 "
+                                       "or similar.")], "Reply rewritten."),
     "travel-chat-conv-0006": ("fix", [("What is the requestedpickupdatetime of the first one?",
                                        "When exactly will the driver pick me up?"),
                                       ("The requestedpickupdatetime of the first one is 2025-08-20T23:10:00.",
@@ -59,8 +64,11 @@ def main() -> None:
     from annotate.tasks import choices_result, textarea_result
     from fcbench.config import load_pipelines
     from fcbench.jsonl import write_json
+    from fcbench.pipeline import run_stage
 
     pipeline = load_pipelines(REPO / "pipelines.yaml").get_pipeline("travel-chat")
+    (pipeline.build_dir / "templates.jsonl").unlink(missing_ok=True)  # earlier gold would not be pushed again
+    print("stage1", run_stage("stage1", pipeline, offline=True, force=True).counts)
     config = StudioConfig(root=Path(tempfile.mkdtemp(prefix="travel-chat-studio-")), port=free_port())
     start(config)
     try:
