@@ -9,7 +9,9 @@ short silently, when:
   user simulator steps out of its role (writes as the assistant): `off_script`, with the raw text;
 - the user simulator is still talking at `conversation.max_turns` user turns: `turn_cap`;
 - the agent keeps calling tools past `stages.stage1.max_steps` steps in one turn: `max_steps`;
-- an LLM request fails (unreachable after retries): `llm_failed`.
+- an LLM request fails (unreachable after retries): `llm_failed`;
+- the environment cannot answer a call at all (a timeout, no usable simulated answer):
+  `environment_failed` (an API that refuses a call is kept: that is an execution exception).
 The agent's turns get draft dialog acts from what they do (calls: function call; a question: seek
 information; otherwise provide information): annotators correct them in stage2.
 """
@@ -25,7 +27,7 @@ from typing import Any, Sequence
 from fcbench.catalog.openai import openai_tool_param
 from fcbench.config import PipelineConfig
 from fcbench.conversation import Scenario, conversation_sample, tool_call, tool_result
-from fcbench.environments import Environment
+from fcbench.environments import Environment, ErrorReason
 from fcbench.llm.prompts import PromptFile
 from fcbench.sample import Provenance, Sample, Tool
 from generate.common import PROMPTS
@@ -194,6 +196,12 @@ class ConversationDrafter:
                 labels[0] += 1
                 planned.append((f"var_{labels[0]}", call.name, arguments))
             outcomes = self.environment.call_step([(name, arguments) for _, name, arguments in planned])
+            for (label, name, _), result in zip(planned, outcomes):
+                # an API that refuses a call is part of the conversation (execution_exception); an
+                # environment that could not answer at all (timeout, no usable simulated answer) is not
+                if not result.ok and result.reason not in (ErrorReason.TOOL_ERROR, ErrorReason.BAD_ARGUMENTS,
+                                                           ErrorReason.HTTP_STATUS):
+                    raise _Reject("environment_failed", f"{label} ({name}): {result.error}")
             messages.append({"role": "assistant", "content": completion.content or None,
                              "tool_calls": [tool_call(label, name, arguments) for label, name, arguments in planned]})
             for (label, name, _), result in zip(planned, outcomes):

@@ -114,7 +114,8 @@ def simulator(body: dict[str, Any], call_index: int) -> dict[str, Any]:
         return {"content": json.dumps({"error": "no such place: Atlantis"})}
     if arguments.get("query") == "broken":
         return {"content": "I think the answer would be some airports"}
-    return {"content": json.dumps({"status": True, "data": [{"id": f"{arguments['query'][:3].upper()}.CITY"}]})}
+    place = str(arguments.get("query") or arguments.get("toId") or "any")
+    return {"content": json.dumps({"status": True, "data": [{"id": f"{place[:3].upper()}.CITY"}]})}
 
 
 def test_response_simulator_answers_from_the_llm_and_caches(tmp_path):
@@ -137,3 +138,25 @@ def test_response_simulator_answers_from_the_llm_and_caches(tmp_path):
         # the simulator is driven by the tool's description and output schema
         assert tools[0].description in PROMPTS[0] and json.dumps(tools[0].returns["type"]) in PROMPTS[0]
         assert '"returns"' in PROMPTS[0] and "2025-06-01T09:00:00" in PROMPTS[0]
+
+
+def scripted_with_simulator(body: dict[str, Any], call_index: int) -> dict[str, Any]:
+    if body["messages"][0].get("content", "").startswith("You simulate an API"):
+        return simulator(body, call_index)
+    return scripted(body, call_index)
+
+
+def test_conversations_against_the_response_simulator_are_re_executed_by_the_filter_from_the_cache(tmp_path):
+    from fcbench.conversation_filter import filter_conversations
+
+    with MockLLMServer(responder=scripted_with_simulator) as server:
+        pipeline = _pipeline(tmp_path, server.base_url, "{kind: simulated}")
+        assert run_stage("stage1", pipeline).counts["drafts"] == 1
+        (draft,) = list(read_samples(pipeline.build_dir / "drafts.jsonl", "fcbench"))
+        assert draft.calls[0][0].response == {"status": True, "data": [{"id": "SYD.CITY"}]}  # simulated
+        assert draft.meta["conversation"]["failed_calls"] == [] and len(draft.all_calls()) == 3
+        sent = _stats(server)["chat_requests"]
+        with open_environment(pipeline, [draft]) as environment:
+            summary = filter_conversations([draft], environment, pipeline.stages.filter, tmp_path / "f", "drafts")
+        assert summary.counts["passed"] == 1  # every call re-executed in order, the same answers
+        assert _stats(server)["chat_requests"] == sent  # ... from the cache
