@@ -209,7 +209,7 @@ def _filter(ctx: PipelineContext, settings: Any = None) -> StageSummary:
 def _export(ctx: PipelineContext, settings: Any = None) -> StageSummary:
     from fcbench.export import run_export_stage
 
-    exported = run_export_stage(ctx.config, _input(settings))
+    exported = run_export_stage(ctx.config, _input(settings), force=ctx.force)
     return StageSummary("export", {"exported": exported.exported, "rejected": exported.rejected}, exported.reasons,
                         exported.outputs, {"exported": exported.exported, "splits": exported.splits,
                                            "rejected": exported.rejected}, report=exported)

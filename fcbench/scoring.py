@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from fcbench.config import LLMConfig
 from fcbench.errors import UserError
 from fcbench.jsonl import iter_json_lines, read_json_or_lines
 
@@ -24,6 +25,11 @@ class ScoreResult:
     metric: str
     summary: dict[str, Any]
     items: list[dict[str, Any]]
+    # printed before the report: which parts were not graded by an LLM (metrics with judges)
+    first_line: str | None = None
+    # why the result cannot be used although it was computed (an LLM judge that gave no usable
+    # verdict at all): the command prints the report, then this line, and exits 1
+    unusable: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"metric": self.metric, "summary": self.summary, "items": self.items}
@@ -89,10 +95,10 @@ def score_bfcl_files(questions: list[Path], answers: list[Path], predictions: Pa
 def score_nestful_files(predictions: Path, gold: Path | None, tools_module: Path | None, compat: bool) -> ScoreResult:
     from fcbench.score.nestful import score_nestful
 
-    lines = read_prediction_lines(predictions)
-    broken = [line for line in lines if isinstance(line, str)]
-    if broken:
-        raise UserError(f"{predictions}: {broken[0]}")
+    every_line = read_prediction_lines(predictions)
+    # A line that cannot be read names no sample: it is an item of its own (item i stays line i),
+    # counted in the summary, and the readable lines are scored.
+    lines = [line for line in every_line if not isinstance(line, str)]
     gold_by_id = None
     if gold is not None:
         gold_by_id = {}
@@ -109,7 +115,12 @@ def score_nestful_files(predictions: Path, gold: Path | None, tools_module: Path
             raise UserError(f"{tools_module}: no such tools module")
         with PythonEnvironment(tools_module) as environment:
             report = score_nestful(lines, gold_by_id, compat, environment_executor(environment))  # type: ignore[arg-type]
-    return ScoreResult("nestful", dict(report.summary), list(report.items))
+    scored = iter(report.items)
+    items = [{"id": None, "error_type": "unreadable_prediction", "error": line} if isinstance(line, str) else next(scored)
+             for line in every_line]
+    summary = dict(report.summary)
+    summary["unreadable_lines"] = len(every_line) - len(lines)
+    return ScoreResult("nestful", summary, items)
 
 
 # ----------------------------------------------------------------------------------------- CallNavi
@@ -178,12 +189,43 @@ def score_complexeval_files(predictions: Path, gold: Path | None, gold_format: s
     return ScoreResult("complexeval", report.summary, report.items)
 
 
-def score_confetti_files(predictions: Path, gold: Path | None, gold_format: str) -> ScoreResult:
-    """Prediction lines are `{"id", "result": [{"func": {"arg": value}}]}` and/or `{"id", "dialog_acts"}`."""
-    from fcbench.score.confetti import score_confetti
+@dataclass(frozen=True)
+class JudgeSettings:
+    """The LLM that grades (None: the rule-based stand-ins, for the reason in `offline_because`)
+    and the SQLite file its verdicts are cached in."""
 
-    report = score_confetti(_gold_samples(gold, gold_format, "confetti"), _readable_lines(predictions))
-    return ScoreResult("confetti", report.summary, report.items)
+    llm: LLMConfig | None = None
+    cache: Path | None = None
+    offline_because: str = "no LLM configured: give --llm-model, or --pipeline with an llm block"
+
+
+def score_confetti_files(predictions: Path, gold: Path | None, gold_format: str,
+                         judges: JudgeSettings = JudgeSettings()) -> ScoreResult:
+    """Prediction lines are `{"id", "result": [{"func": {"arg": value}}]}` and/or `{"id",
+    "dialog_acts"}` or `{"id", "response": "text"}` (the response-quality set: the acts are
+    classified). Dialog acts and parameter validity are graded by the LLM when one is configured,
+    else by the rule-based stand-ins; the first line says which."""
+    from fcbench.confetti_judges import score_offline, score_with_llm
+
+    samples = _gold_samples(gold, gold_format, "confetti")
+    every_line = read_prediction_lines(predictions)
+    # An unreadable line names no turn: it is an item of its own (item i stays line i), counted.
+    lines = [line for line in every_line if not isinstance(line, str)]
+    if judges.llm is None:
+        judged = score_offline(samples, lines, judges.offline_because)
+    else:
+        if judges.cache is None:
+            raise UserError("an LLM judge needs a cache file for its verdicts")
+        judged = score_with_llm(samples, lines, judges.llm, judges.cache)
+    unusable = None
+    if judged.nothing_usable:
+        unusable = (f"the LLM judge {judges.llm.model} gave no usable verdict "
+                    f"({judged.report.summary['errors']['judge_error']} items with a judge_error)")
+    scored = iter(judged.report.items)
+    items = [{"id": None, "error": "unreadable_prediction", "detail": line} if isinstance(line, str) else next(scored)
+             for line in every_line]
+    summary = {**judged.report.summary, "unreadable_lines": len(every_line) - len(lines)}
+    return ScoreResult("confetti", summary, items, judged.first_line, unusable)
 
 
 # ------------------------------------------------------------------------------------ registry
@@ -198,6 +240,7 @@ class ScoreRequest:
     gold_format: str = "fcbench"
     tools_module: Path | None = None
     compat: bool = False
+    judges: JudgeSettings = JudgeSettings()
 
 
 def _bfcl(request: ScoreRequest) -> ScoreResult:
@@ -218,8 +261,10 @@ METRICS: dict[str, Any] = {
     "nestful": lambda r: score_nestful_files(r.predictions, r.gold, r.tools_module, r.compat),
     "callnavi": _callnavi,
     "complexeval": lambda r: score_complexeval_files(r.predictions, r.gold, r.gold_format),
-    "confetti": lambda r: score_confetti_files(r.predictions, r.gold, r.gold_format),
+    "confetti": lambda r: score_confetti_files(r.predictions, r.gold, r.gold_format, r.judges),
 }
+# the metrics graded in part by an LLM judge (`--llm-model`, `--pipeline`, `--offline`)
+LLM_JUDGED_METRICS = ("confetti",)
 
 
 def score_files(metric: str, request: ScoreRequest) -> ScoreResult:

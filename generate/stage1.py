@@ -192,33 +192,41 @@ def _run_offline(pipeline: PipelineConfig, tools: list[Tool], graph: FeedGraph, 
     journeys: dict[str, bool] = {}
     seen_queries: set[str] = set()
     outcomes: list[Sample | dict[str, Any] | None] = []
-    for index, subset in enumerate(subsets):
-        if subset is None:
-            outcomes.append(None)
-            continue
-        offered = [tool for tool in tools if tool.name in subset.tools]
-        failures: Counter[str] = Counter()
-        for attempt in range(MAX_ATTEMPTS):
-            request = DraftRequest(subset.goals, frozenset(subset.tools), frozenset(subset.domains),
-                                   f"{pipeline.seed}:stage1:{index}:{attempt}", max_steps, dict(journeys))
-            try:
-                proposed = propose_draft(request, graph, pools, phrases, environment, offered)
-            except PlanFailed as exc:
-                failures[str(exc)] += 1
-                continue
-            if proposed.query in seen_queries:
-                failures["the query repeats an earlier draft"] += 1
-                continue
-            seen_queries.add(proposed.query)
-            journeys.update(proposed.journeys)
-            outcomes.append(_offline_sample(pipeline, index, subset, offered, proposed.query, proposed.calls,
-                                            phrases_file, attempt + 1))
-            break
-        else:
-            outcomes.append({"id": draft_id(pipeline, index), "reason": "stage1.no_executable_path",
-                             "detail": f"{MAX_ATTEMPTS} attempts; most frequent problem: {failures.most_common(1)[0][0]}",
-                             "goals": list(subset.goals), "sampled_tools": list(subset.tools)})
+    with StageProgress("stage1 drafts", len(subsets)) as progress:
+        for index, subset in enumerate(subsets):
+            outcomes.append(_offline_outcome(pipeline, index, subset, tools, graph, pools, phrases, phrases_file,
+                                             environment, max_steps, journeys, seen_queries))
+            progress.advance()
     return outcomes
+
+
+def _offline_outcome(pipeline: PipelineConfig, index: int, subset: ToolSubset | None, tools: list[Tool], graph: FeedGraph,
+                     pools: ValuePools, phrases: PhraseBook, phrases_file: PromptFile, environment: Environment,
+                     max_steps: int, journeys: dict[str, bool], seen_queries: set[str]) -> Sample | dict[str, Any] | None:
+    """One draft by the graph sampler (None for a subset that could not be sampled); `journeys`
+    and `seen_queries` carry what earlier drafts used, so drafts do not repeat each other."""
+    if subset is None:
+        return None
+    offered = [tool for tool in tools if tool.name in subset.tools]
+    failures: Counter[str] = Counter()
+    for attempt in range(MAX_ATTEMPTS):
+        request = DraftRequest(subset.goals, frozenset(subset.tools), frozenset(subset.domains),
+                               f"{pipeline.seed}:stage1:{index}:{attempt}", max_steps, dict(journeys))
+        try:
+            proposed = propose_draft(request, graph, pools, phrases, environment, offered)
+        except PlanFailed as exc:
+            failures[str(exc)] += 1
+            continue
+        if proposed.query in seen_queries:
+            failures["the query repeats an earlier draft"] += 1
+            continue
+        seen_queries.add(proposed.query)
+        journeys.update(proposed.journeys)
+        return _offline_sample(pipeline, index, subset, offered, proposed.query, proposed.calls, phrases_file,
+                               attempt + 1)
+    return {"id": draft_id(pipeline, index), "reason": "stage1.no_executable_path",
+            "detail": f"{MAX_ATTEMPTS} attempts; most frequent problem: {failures.most_common(1)[0][0]}",
+            "goals": list(subset.goals), "sampled_tools": list(subset.tools)}
 
 
 def _draft_domain(tools: Sequence[Tool], calls: Sequence[Sequence[Call]]) -> str | list[str]:

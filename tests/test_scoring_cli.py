@@ -130,3 +130,24 @@ def test_an_unknown_metric_lists_the_available_ones_and_an_empty_file_is_an_erro
     assert "unknown metric 'bleu', available: bfcl, nestful, callnavi, complexeval, confetti" in unknown.stderr
     empty = runner.invoke(app, ["score", "--metric", "nestful", "--predictions", str(predictions)])
     assert empty.exit_code == 1 and "no predictions in the file" in empty.stderr
+
+
+def test_an_unreadable_prediction_line_is_its_own_item_and_the_other_lines_are_scored(tmp_path):
+    published = (EXTERNAL / "nestful" / "predictions" / "nestful_3-qwen3-8b-8bit-icl.jsonl").read_text().splitlines()[:6]
+    tools = Path(__file__).resolve().parents[1] / "datasets" / "nestful-math" / "tools.py"
+
+    def score(lines: list[str]) -> dict:
+        path = tmp_path / "predictions.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        result = runner.invoke(app, ["score", "--metric", "nestful", "--predictions", str(path), "--tools-module",
+                                     str(tools), "--json"])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    clean = score(published)
+    broken = score(published[:3] + ['{"sample_id": '] + published[3:])
+    assert broken["summary"]["unreadable_lines"] == 1 and clean["summary"]["unreadable_lines"] == 0
+    assert broken["items"][3]["error_type"] == "unreadable_prediction" and "line 4" in broken["items"][3]["error"]
+    assert broken["items"][:3] + broken["items"][4:] == clean["items"]  # item i is still line i
+    assert {k: v for k, v in broken["summary"].items() if k != "unreadable_lines"} == \
+        {k: v for k, v in clean["summary"].items() if k != "unreadable_lines"}
