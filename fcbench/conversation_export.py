@@ -18,6 +18,7 @@ seed give byte-identical files.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -37,6 +38,7 @@ from fcbench.conversation import (DIALOG_ACT_TITLES, DIALOG_ACTS, SETS, Conversa
 from fcbench.errors import UserError
 from fcbench.formats import FormatError, read_samples, write_samples
 from fcbench.jsonl import write_json, write_json_lines
+from fcbench.output_guard import guard_counts
 from fcbench.rows import PARQUET_SCHEMA, sample_to_row
 from fcbench.sample import Sample
 from fcbench.splits import domain_split_name, split_for_key
@@ -59,13 +61,14 @@ class ConversationExportSummary:
     statistics: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     outputs: dict[str, str] = field(default_factory=dict)
+    replaced: dict[str, Any] = field(default_factory=dict)  # what became of the previous export (output_guard)
 
     @property
     def rejected(self) -> int:
         return sum(self.reasons.values())
 
     def as_dict(self) -> dict[str, Any]:
-        return {"input": self.input, "kind": "conversation", "total": self.total,
+        return {"input": self.input, "kind": "conversation", "total": self.total, "output_guard": self.replaced,
                 "counts": {"exported": self.exported, "rejected": self.rejected}, "reasons": self.reasons,
                 "splits": self.splits, "statistics": self.statistics, "warnings": self.warnings,
                 "outputs": self.outputs}
@@ -92,7 +95,18 @@ def _write_parquet(rows: list[dict[str, Any]], directory: Path, split: str, shar
     return paths
 
 
-def export_conversations(source: Path, build_dir: Path, pipeline: PipelineConfig) -> ConversationExportSummary:
+def previous_conversations(export_dir: Path) -> int | None:
+    """Conversations of the export in place (its statistics.json), None when there is none."""
+    try:
+        return int(json.loads((export_dir / "statistics.json").read_text(encoding="utf-8"))["overall"]["conversations"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def export_conversations(source: Path, build_dir: Path, pipeline: PipelineConfig,
+                         force: bool = False) -> ConversationExportSummary:
+    """A result smaller than `min_output_share` of the export in place keeps that export: the new
+    one goes to `export.new/` (with `export.summary.new.json`) and OutputKept is raised, unless `force`."""
     settings = pipeline.stages.export
     if not source.is_file():
         raise UserError(f"{source}: no such file (the export reads the filter's validated.jsonl; run the filter)")
@@ -154,7 +168,10 @@ def export_conversations(source: Path, build_dir: Path, pipeline: PipelineConfig
         summary.statistics = statistics
         write_json(work / "statistics.json", statistics, indent=2)
         (work / "README.md").write_text(render_conversation_card(pipeline, summary), encoding="utf-8")
-        export_dir = build_dir / "export"
+        guarded = guard_counts(build_dir / "export", summary.exported, previous_conversations(build_dir / "export"),
+                               force=force, min_share=pipeline.min_output_share)
+        summary.replaced = guarded.summary()
+        export_dir = guarded.path(build_dir / "export")
         if export_dir.exists():
             old = build_dir / ".export.old"
             os.replace(export_dir, old)
@@ -165,16 +182,19 @@ def export_conversations(source: Path, build_dir: Path, pipeline: PipelineConfig
     finally:
         if work.exists():
             shutil.rmtree(work)
-    write_json_lines(build_dir / "export.rejects.jsonl", rejects)
-    summary.outputs = {"export": str(build_dir / "export"), "card": str(build_dir / "export" / "README.md"),
-                       "statistics": str(build_dir / "export" / "statistics.json"),
-                       "rejects": str(build_dir / "export.rejects.jsonl"), "summary": str(build_dir / "export.summary.json")}
-    write_json(build_dir / "export.summary.json", summary.as_dict(), indent=2)
+    rejects_file, summary_file = guarded.path(build_dir / "export.rejects.jsonl"), guarded.path(build_dir / "export.summary.json")
+    write_json_lines(rejects_file, rejects)
+    summary.outputs = {"export": str(export_dir), "card": str(export_dir / "README.md"),
+                       "statistics": str(export_dir / "statistics.json"), "rejects": str(rejects_file),
+                       "summary": str(summary_file)}
+    write_json(summary_file, summary.as_dict(), indent=2)
+    guarded.finish()
     return summary
 
 
-def run_conversation_export(pipeline: PipelineConfig, input_file: Path | None = None) -> ConversationExportSummary:
-    return export_conversations(input_file or pipeline.build_dir / VALIDATED, pipeline.build_dir, pipeline)
+def run_conversation_export(pipeline: PipelineConfig, input_file: Path | None = None,
+                            force: bool = False) -> ConversationExportSummary:
+    return export_conversations(input_file or pipeline.build_dir / VALIDATED, pipeline.build_dir, pipeline, force)
 
 
 # ------------------------------------------------------------------------------------------- card

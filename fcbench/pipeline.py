@@ -260,7 +260,7 @@ def _conversation_filter(ctx: PipelineContext, settings: Any = None) -> StageSum
 def _conversation_export(ctx: PipelineContext, settings: Any = None) -> StageSummary:
     from fcbench.conversation_export import run_conversation_export
 
-    exported = run_conversation_export(ctx.config, _input(settings))
+    exported = run_conversation_export(ctx.config, _input(settings), force=ctx.force)
     return StageSummary("export", {"exported": exported.exported, "rejected": exported.rejected}, exported.reasons,
                         exported.outputs, {"exported": exported.exported, "splits": exported.splits,
                                            "rejected": exported.rejected}, report=exported)

@@ -327,6 +327,13 @@ def test_bundled_travel_chat_builds_offline_into_both_confetti_sets(tmp_path):
     report = json.loads((build / "report.json").read_text())
     assert report["conversations"]["overall"]["conversations"] == gold  # the report shows Table 2/3 too
     assert "Conversations (CONFETTI Table 2/3)" in (build / "report.html").read_text()
+    # a much smaller export does not replace the one in place without --force
+    one = tmp_path / "one.jsonl"
+    one.write_text((build / "validated.jsonl").read_text().splitlines()[0] + "\n")
+    smaller = CliRunner().invoke(app, ["export", "travel-chat", "--input", str(one), "--file", str(tmp_path / "pipelines.yaml")])
+    assert smaller.exit_code == 1 and "kept the previous output" in smaller.output
+    assert json.loads((export / "statistics.json").read_text())["overall"]["conversations"] == gold
+    assert json.loads((build / "export.new" / "statistics.json").read_text())["overall"]["conversations"] == 1
     # annotations made on other drafts (another stage1 run) are refused, unless --allow-stale
     drafts_file = build / "drafts.jsonl"
     lines = drafts_file.read_text().splitlines()
