@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 from annotate.client import Connection, open_client, resolve_connection
 from annotate.configs import CONVERSATION
 from annotate.conversation_tasks import (CONVERSATION_KIND, ConversationAnswer, build_conversation,
-                                         conversation_task)
+                                         conversation_qa, conversation_task)
 from annotate.files import sample_lines, write_lines
 from annotate.problems import Problem, ProblemCode
 from annotate.pull import AnnotationInfo, TaskOutcome, annotations_of, with_provenance
@@ -178,6 +178,7 @@ def _process(task: dict[str, Any], data: dict[str, Any], environment: Callable[[
         outcome.problems = correction.problems
         return outcome
     outcome.status = "gold"
+    outcome.correction = correction  # what the annotator changed, for stage2.qa.json
     project = task.get("project") if isinstance(task.get("project"), int) else project_id
     outcome.sample = with_provenance(correction.sample, submitted[0], "stage2", data, correction, project)
     return outcome
@@ -214,10 +215,16 @@ def write_outputs(build_dir: Path, outcomes: Sequence[TaskOutcome], source: str)
                        for outcome in outcomes if outcome.status == "rejected"]
     rejects_path = build_dir / "templates.rejects.jsonl"
     summary_path = build_dir / "stage2.summary.json"
+    qa_path = build_dir / "stage2.qa.json"
+    golds = [outcome for outcome in latest.values() if outcome.sample is not None and outcome.correction is not None]
+    report.qa = conversation_qa([(outcome.correction.draft, outcome.sample, outcome.correction.verdict,
+                                  outcome.correction.complexities) for outcome in golds])
+    write_json(qa_path, report.qa, indent=2)
     write_lines(build_dir / TEMPLATES, sample_lines(templates))
     write_json_lines(rejects_path, [outcome.reject_row() for outcome in outcomes
                                     if outcome.status in ("rejected", "cancelled")])
     write_json(summary_path, {"source": source, "kind": "conversation", "counts": report.counts,
                               "reasons": report.reasons, "messages": messages}, indent=2)
-    report.outputs = {"templates": str(build_dir / TEMPLATES), "rejects": str(rejects_path), "summary": str(summary_path)}
+    report.outputs = {"templates": str(build_dir / TEMPLATES), "rejects": str(rejects_path), "summary": str(summary_path),
+                      "qa": str(qa_path)}
     return report

@@ -370,3 +370,41 @@ def _messages(turns: Sequence[_Turn], environment: Environment | None, exception
         last_agent = max(i for i in range(start, len(messages)) if messages[i]["role"] == "assistant")
         messages[last_agent]["dialog_acts"] = list(turn.acts)
     return messages, failed
+
+
+# -------------------------------------------------------------------------------------------- QA
+def conversation_changes(draft: Sample, gold: Sample) -> dict[str, int]:
+    """What the annotator changed in a drafted conversation, turn by turn (turns aligned by place)."""
+    before, after = editable_turns(draft), editable_turns(gold)
+    changes = {"user_turns_edited": 0, "agent_turns_edited": 0, "dialog_acts_changed": 0, "calls_changed": 0,
+               "turns_added": max(0, len(after) - len(before)), "turns_removed": max(0, len(before) - len(after))}
+    for old, new in zip(before, after):
+        if ("user" in old) != ("user" in new):
+            changes["user_turns_edited" if "user" in new else "agent_turns_edited"] += 1
+        elif "user" in old:
+            changes["user_turns_edited"] += old["user"] != new["user"]
+        else:
+            changes["agent_turns_edited"] += old["agent"] != new["agent"]
+            changes["dialog_acts_changed"] += sorted(old.get("acts", [])) != sorted(new.get("acts", []))
+            changes["calls_changed"] += old.get("calls", []) != new.get("calls", [])
+    return changes
+
+
+def conversation_qa(pairs: Sequence[tuple[Sample, Sample, str | None, Sequence[str]]]) -> dict[str, Any]:
+    """stage2.qa.json for conversations: totals of what annotators changed, the verdicts, the
+    complexities they saw occur, and one row per gold conversation. `pairs`: (draft, gold,
+    verdict, complexities ticked)."""
+    totals: dict[str, int] = {"conversations_reviewed": len(pairs)}
+    verdicts: dict[str, int] = {}
+    complexities: dict[str, int] = {}
+    samples = []
+    for draft, gold, verdict, ticked in pairs:
+        changes = conversation_changes(draft, gold)
+        for key, value in changes.items():
+            totals[key] = totals.get(key, 0) + value
+        verdicts[verdict or "none"] = verdicts.get(verdict or "none", 0) + 1
+        for name in ticked:
+            complexities[name] = complexities.get(name, 0) + 1
+        samples.append({"id": gold.id, "verdict": verdict, "complexities": list(ticked), **changes})
+    return {"summary": {**totals, "verdicts": dict(sorted(verdicts.items())),
+                        "complexities_occurring": dict(sorted(complexities.items()))}, "samples": samples}

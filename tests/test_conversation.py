@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from annotate.conversation_tasks import (ConversationAnswer, build_conversation, conversation_task, editable_turns,
-                                         format_turns)
+from annotate.conversation_tasks import (ConversationAnswer, build_conversation, conversation_changes, conversation_qa,
+                                         conversation_task, editable_turns, format_turns)
 from annotate.problems import ProblemCode
 from annotate.tasks import choices_result
 from fcbench.catalog import load_tools_file
@@ -231,6 +231,14 @@ def test_stage2_edits_re_execute_calls_and_a_failure_needs_the_exception_tag(dra
     assert kept.problems == [] and kept.sample.meta["conversation"]["failed_calls"] == draft.meta["conversation"]["failed_calls"]
     untagged = build_conversation(draft, _answer(draft, complexities=["execution_exception", "follow_up"]), env)
     assert untagged.problems == []  # ticking more complexities than required is fine
+    edited_turns = editable_turns(draft)
+    edited_turns[-1] = {"agent": "Bye, and safe travels!", "acts": ["agent_other", "agent_inform_user"]}
+    edited = build_conversation(draft, _answer(draft, format_turns(edited_turns), verdict="fix"), env)
+    assert edited.problems == [] and edited.sample.messages[-1]["dialog_acts"] == ["agent_other", "agent_inform_user"]
+    changes = conversation_changes(draft, edited.sample)
+    assert changes["agent_turns_edited"] == 1 and changes["dialog_acts_changed"] == 1 and changes["calls_changed"] == 0
+    qa = conversation_qa([(draft, edited.sample, "fix", ["execution_exception"])])
+    assert qa["summary"]["verdicts"] == {"fix": 1} and qa["summary"]["complexities_occurring"] == {"execution_exception": 1}
     other = next(d for d in drafts if d.meta["conversation"]["scenario"]["complexities"] == ["follow_up"])
     text = format_turns(editable_turns(other))
     calls = [c for t in editable_turns(other) if t.get("calls") for step in t["calls"]
