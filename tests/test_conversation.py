@@ -371,3 +371,22 @@ def test_bundled_travel_chat_builds_offline_into_both_confetti_sets(tmp_path):
         else:
             assert all(isinstance(args, dict) and all(isinstance(v, list) for v in args.values())
                        for r in records for call in r["ground_truth"] for args in call.values())
+
+
+def test_a_broken_export_is_rejected_task_by_task_never_crashing_the_pull(drafted, environment):
+    from annotate.conversation_stage2 import process_conversation_tasks
+
+    _, _, drafts = drafted
+    task = conversation_task(drafts[0])
+    good = {"id": 1, "data": task["data"], "annotations": [{"id": 10, "completed_by": 1, "was_cancelled": False,
+            "result": task["predictions"][0]["result"] + [choices_result("verdict", "conversation", ["accept"])]}]}
+    skipped = {"id": 2, "data": task["data"], "annotations": [{"id": 11, "completed_by": 1, "was_cancelled": True,
+                                                               "result": []}]}
+    empty = {"id": 3, "data": task["data"], "annotations": [{"id": 12, "completed_by": 1, "result": []}]}
+    no_draft = {"id": 4, "data": {**task["data"], "draft": "gone"}, "annotations": good["annotations"]}
+    tasks = [good, skipped, empty, no_draft, {"data": task["data"]}, "not a task", {"id": 5, "data": {"kind": "other"}}]
+    outcomes = process_conversation_tasks(tasks, lambda: environment)
+    assert [(o.task_id, o.status) for o in outcomes] == [(1, "gold"), (2, "cancelled"), (3, "rejected"),
+                                                         (4, "rejected"), (-5, "rejected"), (-6, "rejected")]
+    assert [o.problems[0].code.value for o in outcomes[1:]] == ["cancelled", "empty_submission", "missing_draft",
+                                                                "malformed_task", "malformed_task"]

@@ -369,7 +369,9 @@ def report(
 
 
 # ------------------------------------------------------------------------------------------------ run
-@command(epilog="Example:  build-dataset run travel --offline   (then open datasets/travel/build/report.html)")
+@command(epilog="Examples:\n\n  build-dataset run travel --offline   (then open datasets/travel/build/report.html)\n\n"
+                 "  build-dataset run travel-chat --offline   (conversational: both CONFETTI sets in "
+                 "datasets/travel-chat/build/export/)")
 @user_errors
 def run(
     pipeline: str = typer.Argument(..., help="A pipeline declared in pipelines.yaml."),
