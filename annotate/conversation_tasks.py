@@ -32,7 +32,7 @@ from annotate.render import compact_json, tools_html
 from annotate.tasks import (ToolCatalog, canonical_dict, choices_result, content_hash, pack_tools, read_result,
                             textarea_result)
 from fcbench.conversation import (COMPLEXITIES, DIALOG_ACT_TITLES, DIALOG_ACTS, META, Scenario, agent_turns,
-                                  conversation_sample, scenario_of, tool_call, tool_result)
+                                  conversation_environment, conversation_sample, scenario_of, tool_call, tool_result)
 from fcbench.environments import Environment
 from fcbench.sample import Sample, Tool
 
@@ -328,7 +328,8 @@ def build_conversation(draft: Sample, answer: ConversationAnswer,
     if any(turn.steps for turn in turns) and opened is None:
         problems.append(Problem(ProblemCode.NO_RESPONSE, "the pipeline declares no environment to execute the calls in"))
         return correction
-    messages, failed = _messages(turns, opened, "execution_exception" in answer.complexities, problems)
+    session = conversation_environment(opened) if opened is not None else None
+    messages, failed = _messages(turns, session, "execution_exception" in answer.complexities, problems)
     if problems:
         return correction
     meta = dict(draft.meta.get(META, {}))

@@ -282,3 +282,11 @@ def conversation_stats(conversations: Iterable[Sample]) -> dict[str, Any]:
         "dialog_acts": {act: acts[act] for act in DIALOG_ACTS if acts[act]},
         "complexities": dict(sorted(complexities.items())),
     }
+
+
+def conversation_environment(environment: Any) -> Any:
+    """The environment as one conversation sees it: a session that remembers the conversation's
+    earlier calls when the environment keeps state per conversation (the response simulator),
+    else the environment itself (python tools keep their own state, recorded answers have none)."""
+    session = getattr(environment, "session", None)
+    return session() if callable(session) else environment

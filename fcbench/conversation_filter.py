@@ -28,7 +28,7 @@ from fcbench.call_format import check_call_format
 from fcbench.config import FilterConfig, PipelineConfig
 from fcbench.context import TEMPLATES, VALIDATED
 from fcbench.conversation import (DIALOG_ACTS, META, ConversationError, agent_turns, calls_from_messages,
-                                  is_conversation)
+                                  conversation_environment, is_conversation)
 from fcbench.environments import Environment
 from fcbench.errors import UserError
 from fcbench.formats import Rejected, read_samples
@@ -113,8 +113,9 @@ def execution_conversation_verdict(sample: Sample, environment: Environment, set
     expected_failures = set(sample.meta.get(META, {}).get("failed_calls") or [])
     comparison = comparison_of(settings)
     for run in range(settings.repeat):
+        session = conversation_environment(environment)  # each run replays the conversation from its start
         for step in sample.calls:
-            outcomes = environment.call_step([(call.name, call.arguments) for call in step])
+            outcomes = session.call_step([(call.name, call.arguments) for call in step])
             for call, outcome in zip(step, outcomes):
                 if call.label in expected_failures:
                     if outcome.ok:

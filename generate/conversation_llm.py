@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 from fcbench.catalog.openai import openai_tool_param
 from fcbench.config import PipelineConfig
-from fcbench.conversation import Scenario, conversation_sample, tool_call, tool_result
+from fcbench.conversation import Scenario, conversation_environment, conversation_sample, tool_call, tool_result
 from fcbench.environments import Environment, ErrorReason
 from fcbench.llm.prompts import PromptFile
 from fcbench.sample import Provenance, Sample, Tool
@@ -154,7 +154,7 @@ class ConversationDrafter:
         return outcome.parsed
 
     async def _agent_turn(self, index: int, scenario: Scenario, offered: Sequence[Tool], messages: list[dict[str, Any]],
-                          labels: list[int], failed: list[str]) -> None:
+                          labels: list[int], failed: list[str], environment: Environment) -> None:
         """The agent's turn: steps of tool calls (executed) until it answers in text."""
         from fcbench.llm.client import ChatRequest, LLMRejection
 
@@ -195,7 +195,7 @@ class ConversationDrafter:
                     raise _Reject("off_script", f"the agent's arguments for {call.name} are not an object", completion.raw_text)
                 labels[0] += 1
                 planned.append((f"var_{labels[0]}", call.name, arguments))
-            outcomes = self.environment.call_step([(name, arguments) for _, name, arguments in planned])
+            outcomes = environment.call_step([(name, arguments) for _, name, arguments in planned])
             for (label, name, _), result in zip(planned, outcomes):
                 # an API that refuses a call is part of the conversation (execution_exception); an
                 # environment that could not answer at all (timeout, no usable simulated answer) is not
@@ -216,6 +216,7 @@ class ConversationDrafter:
         failed: list[str] = []
         labels = [0]
         cap = self.pipeline.conversation.max_turns if self.pipeline.conversation else 12
+        environment = conversation_environment(self.environment)  # state carried from call to call
         while True:
             text, done = await self._user_says(index, scenario, messages)
             user_turns = sum(1 for message in messages if message["role"] == "user")
@@ -225,7 +226,7 @@ class ConversationDrafter:
                 raise _Reject("turn_cap", f"the user simulator was still talking after {cap} user turns "
                                           f"(conversation.max_turns)", text)
             messages.append({"role": "user", "content": text})
-            await self._agent_turn(index, scenario, offered, messages, labels, failed)
+            await self._agent_turn(index, scenario, offered, messages, labels, failed, environment)
 
 
 def draft_with_llm(pipeline: PipelineConfig, scenarios: Sequence[Scenario], tools: list[Tool],

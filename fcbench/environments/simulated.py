@@ -7,7 +7,13 @@ spec and the arguments: the same call gets the same answer on every run (and a r
 nothing), so the filter can re-execute a conversation against it. The answer must be a JSON object;
 `{"error": "..."}` is how the simulated API refuses a call (an `execution_exception` to handle), and
 becomes a failed outcome (`tool_error`). An unusable answer (not JSON, after the client's re-asks)
-is a failed outcome too, never a made-up response. The environment is synchronous like the others:
+is a failed outcome too, never a made-up response.
+
+State: `session()` gives a view of the environment for one conversation; each call it answers is
+asked with the calls and responses the session answered before (in the prompt), so a simulated API
+stays consistent across a conversation (an id it returned is the id it knows later). Re-executing a
+conversation in order through a new session asks the same prompts again, so the cache answers.
+The environment is synchronous like the others:
 the LLM client runs on its own event loop in a background thread, so it serves sync callers (the
 filter) and async ones (stage1's agents) alike.
 """
@@ -64,18 +70,27 @@ class SimulatedEnvironment(Environment):
         self._client = asyncio.run_coroutine_threadsafe(make_client(), self._loop).result()
         self.calls = 0
 
-    def _request(self, tool: Tool, arguments: Mapping[str, Any]) -> Any:
+    def _request(self, tool: Tool, arguments: Mapping[str, Any], history: Sequence[dict[str, Any]]) -> Any:
         from fcbench.llm.client import ChatRequest
 
         spec = {"name": tool.name, "description": tool.description, "parameters": tool.parameters,
                 "returns": tool.returns}
         text = self.prompt.render(tool=json.dumps(spec, ensure_ascii=False, indent=1),
                                   arguments=json.dumps(dict(arguments), ensure_ascii=False, sort_keys=True),
-                                  reference_time=self.reference_time or "not given")
+                                  reference_time=self.reference_time or "not given",
+                                  history=json.dumps(list(history), ensure_ascii=False) if history else "nothing yet")
         return ChatRequest(messages=[{"role": "user", "content": text}], response_format={"type": "json_object"},
                            prompt_hash=self.prompt.sha256)
 
     def call(self, name: str, arguments: Mapping[str, Any]) -> CallOutcome:
+        """A call outside any conversation (no earlier calls in the prompt)."""
+        return self.answer(name, arguments, ())
+
+    def session(self) -> "SimulatedSession":
+        """A view for one conversation: its calls are answered knowing the earlier ones."""
+        return SimulatedSession(self)
+
+    def answer(self, name: str, arguments: Mapping[str, Any], history: Sequence[dict[str, Any]]) -> CallOutcome:
         from fcbench.llm.client import LLMRejection
 
         tool = self.tools.get(name)
@@ -83,7 +98,7 @@ class SimulatedEnvironment(Environment):
             return CallOutcome.failure(ErrorReason.UNKNOWN_TOOL, f"no tool named {name!r}")
         self.calls += 1
         future = asyncio.run_coroutine_threadsafe(
-            self._client.complete(self._request(tool, arguments), parse_simulated_response), self._loop)
+            self._client.complete(self._request(tool, arguments, history), parse_simulated_response), self._loop)
         outcome = future.result()
         if isinstance(outcome, LLMRejection):
             return CallOutcome.failure(ErrorReason.UNEXPECTED_RESPONSE, f"the response simulator gave no usable "
@@ -104,3 +119,23 @@ class SimulatedEnvironment(Environment):
         self._thread.join(timeout=10)
         self._loop.close()
         self._cache.close()
+
+
+class SimulatedSession(Environment):
+    """One conversation's view of a `SimulatedEnvironment`: it remembers what it answered."""
+
+    def __init__(self, environment: SimulatedEnvironment) -> None:
+        self.environment = environment
+        self.history: list[dict[str, Any]] = []
+
+    def call(self, name: str, arguments: Mapping[str, Any]) -> CallOutcome:
+        outcome = self.environment.answer(name, arguments, self.history)
+        if outcome.reason is not ErrorReason.UNKNOWN_TOOL and outcome.reason is not ErrorReason.UNEXPECTED_RESPONSE:
+            self.history.append({"name": name, "arguments": dict(arguments), "response": outcome.response})
+        return outcome
+
+    def session(self) -> "SimulatedSession":
+        return SimulatedSession(self.environment)
+
+    def close(self) -> None:
+        """The environment it views is closed by its owner."""

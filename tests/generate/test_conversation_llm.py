@@ -135,6 +135,14 @@ def test_response_simulator_answers_from_the_llm_and_caches(tmp_path):
         with open_environment(pipeline, []) as environment:
             again = environment.call("Search_Flight_Location", {"query": "Sydney"})
         assert again == ok and _stats(server)["chat_requests"] == sent  # cached like every LLM call
+        # a session (one conversation) carries state: a call is asked knowing what was answered before
+        asked = len(PROMPTS)
+        with open_environment(pipeline, []) as environment:
+            session = environment.session()
+            session.call("Search_Flight_Location", {"query": "Sydney"})  # nothing before it: the cached prompt
+            session.call("Search_Flight_Location", {"query": "London"})
+        assert len(PROMPTS) == asked + 1
+        assert '"SYD.CITY"' in PROMPTS[-1].split("earlier in the same conversation")[1]
         # the simulator is driven by the tool's description and output schema
         assert tools[0].description in PROMPTS[0] and json.dumps(tools[0].returns["type"]) in PROMPTS[0]
         assert '"returns"' in PROMPTS[0] and "2025-06-01T09:00:00" in PROMPTS[0]
