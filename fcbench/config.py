@@ -306,6 +306,9 @@ class PipelineConfig(_Config):
     max_bad_line_share: float = Field(0.5, ge=0, le=1)
     environment: EnvironmentConfig | None = None
     llm: LLMConfig | None = None
+    # the LLM that judges `evaluate` (ComplexEval call equivalence, completeness, correctness: the
+    # paper used GPT-4o); none: rule-based stand-ins, and the scores say so first
+    judge: LLMConfig | None = None
     stages: StagesConfig = Field(default_factory=StagesConfig)
     # single: one query -> one gold path (stage1 .. stage3); conversation: CONFETTI-style
     # multi-turn conversations cut into turn-level samples (its own stages, fcbench.pipeline)
