@@ -253,6 +253,10 @@ def _conversation_stage2_from_export(ctx: PipelineContext, settings: Any = None)
 def _conversation_filter(ctx: PipelineContext, settings: Any = None) -> StageSummary:
     from fcbench.conversation_filter import run_conversation_filter
 
+    environment = ctx.config.environment
+    if ctx.offline and environment is not None and environment.kind == "simulated":
+        raise UserError(f"pipeline {ctx.config.name!r}: the filter re-executes calls in the response simulator "
+                        "(environment kind 'simulated'), an LLM, which --offline does not use")
     filtered = run_conversation_filter(ctx.config, _input(settings), force=ctx.force)
     return StageSummary("filter", filtered.counts, filtered.reasons, filtered.outputs, report=filtered)
 

@@ -88,6 +88,9 @@ def run_conversation_stage1(pipeline: PipelineConfig, offline: bool = False, env
     settings = pipeline.conversation
     assert settings is not None  # kind: conversation has its settings (fcbench.config)
     use_llm = not (offline or settings.offline or pipeline.llm is None)
+    if offline and environment is None and pipeline.environment is not None and pipeline.environment.kind == "simulated":
+        raise UserError(f"pipeline {pipeline.name!r}: environment kind 'simulated' answers calls with the LLM, "
+                        "which --offline does not use: drop --offline, or use a python or recorded environment")
     tools = _catalog(pipeline)
     pools = _pools(pipeline, required=not use_llm)
     graph = build_feed_graph(tools, pools)

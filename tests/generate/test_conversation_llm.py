@@ -168,3 +168,13 @@ def test_conversations_against_the_response_simulator_are_re_executed_by_the_fil
             summary = filter_conversations([draft], environment, pipeline.stages.filter, tmp_path / "f", "drafts")
         assert summary.counts["passed"] == 1  # every call re-executed in order, the same answers
         assert _stats(server)["chat_requests"] == sent  # ... from the cache
+
+
+def test_offline_refuses_the_response_simulator(tmp_path):
+    from typer.testing import CliRunner
+
+    from fcbench.cli import app
+
+    _pipeline(tmp_path, "http://127.0.0.1:9/v1", "{kind: simulated}")
+    result = CliRunner().invoke(app, ["stage1", "chat", "--offline", "--file", str(tmp_path / "pipelines.yaml")])
+    assert result.exit_code == 1 and "--offline does not use" in result.output and "Traceback" not in result.output
