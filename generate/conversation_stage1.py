@@ -25,7 +25,7 @@ from typing import Any, Sequence
 
 from fcbench.config import PipelineConfig
 from fcbench.context import DRAFTS, pipeline_catalog
-from fcbench.conversation import Scenario, conversation_sample, conversation_stats, user_turns
+from fcbench.conversation import Scenario, conversation_sample, conversation_stats, scenario_of, user_turns
 from fcbench.environments import Environment
 from fcbench.errors import UserError
 from fcbench.jsonl import write_json, write_json_lines
@@ -123,6 +123,10 @@ def _draft_all(pipeline: PipelineConfig, scenarios: list[Scenario], tools: list[
         outcomes, llm_summary, generator = draft_with_llm(pipeline, scenarios, tools, environment)
     else:
         outcomes, llm_summary, generator = _draft_offline(pipeline, scenarios, tools, graph, pools, environment), None, RULE_BASED
+    if use_llm:  # scenarios.jsonl holds what the LLM wrote for each scenario (where it got that far)
+        scenarios = [scenario_of(outcome) if isinstance(outcome, Sample)
+                     else Scenario.model_validate(outcome.get("scenario") or scenario.model_dump())
+                     for scenario, outcome in zip(scenarios, outcomes)]
     drafts: list[Sample] = []
     rejects: list[dict[str, Any]] = []
     for scenario, outcome in zip(scenarios, outcomes):

@@ -90,6 +90,8 @@ def test_llm_user_and_agent_draft_conversations_with_turn_cap_and_off_script_rej
         assert "Assistant: I have booked" in rejects["chat-conv-0003"]["raw"]  # the raw text is kept
         (draft,) = list(read_samples(pipeline.build_dir / "drafts.jsonl", "fcbench"))
         assert draft.meta["conversation"]["scenario"]["description"] == "You fly from Sydney to London on June 12, 2025."
+        written = [json.loads(line) for line in (pipeline.build_dir / "scenarios.jsonl").read_text().splitlines()]
+        assert [s["description"] for s in written] == ["You fly from Sydney to London on June 12, 2025."] * 3
         assert user_turns(draft.messages) == 2
         assert [[call.name for call in step] for step in draft.calls] == [
             ["Search_Flight_Location", "Search_Flight_Location"], ["Search_Flights"]]
