@@ -156,6 +156,15 @@ class _Memo:
 _memo = _Memo()
 
 
+def _forget_inherited_connection() -> None:
+    """A forked child (the export measures its card's statistics in one) must not use its parent's
+    SQLite connection: it opens its own on first use."""
+    _memo.disk = _DiskCache(cache_path())
+
+
+os.register_at_fork(after_in_child=_forget_inherited_connection)
+
+
 def count_tokens(text: str) -> int:
     """Tokens of a text in ENCODING (special-token strings count as plain text)."""
     return _memo.count(text)

@@ -136,3 +136,18 @@ def test_long_texts_counts_are_kept_on_disk_and_a_broken_cache_is_ignored(tmp_pa
     broken = tmp_path / "broken.sqlite"
     broken.write_bytes(b"not a database" * 100)
     assert count(str(broken)) == first
+
+
+def test_a_forked_child_opens_its_own_token_cache(tmp_path):
+    code = ("import json, os; from fcbench.tokens import count_tokens, _memo\n"
+            "text = json.dumps([{'n': i, 'v': 'Zq9x' * 30} for i in range(50)])\n"
+            "parent = count_tokens(text)\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    ok = _memo.disk.db is None and count_tokens(text + ' ') >= parent\n"
+            "    _memo.disk.flush(); os._exit(0 if ok and _memo.disk.db is not None else 3)\n"
+            "_, status = os.waitpid(pid, 0); print(os.waitstatus_to_exitcode(status))")
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "FCBENCH_TOKEN_CACHE": str(tmp_path / "t.sqlite")},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "0"
