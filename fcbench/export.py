@@ -278,9 +278,7 @@ class _Exporter:
         self.rejects_tmp = work_dir / ".rejects.jsonl"
 
     def samples(self) -> Iterator[Sample | Rejected]:
-        """Export each sample as it is read, and hand it on (compute_stats measures it).
-
-        Statistics and the export share one pass over the file, so it is read and parsed once."""
+        """Export each sample as it is read, and hand it on."""
         config = self.settings.config
         with open(self.rejects_tmp, "w", encoding="utf-8") as rejects:
             for item in read_validated(self.source):
@@ -355,6 +353,55 @@ class _Exporter:
             shutil.rmtree(self.canonical_dir)
 
 
+def export_stats(source: Path) -> DatasetStats:
+    """The card's statistics of what the export reads: the same items read_validated yields
+    (duplicate ids and bad lines counted as rejects), measured one at a time."""
+    return compute_stats(item if isinstance(item, Sample) else Rejected(f"{source}:{item.line_no}", item.reason)
+                         for item in read_validated(source))
+
+
+class _StatsBeside:
+    """The card's statistics computed in a second process while this one writes the Parquet
+    shards: measuring long-context samples (token counts of every response) costs as much as
+    exporting them, and the two need nothing from each other. Each process reads the file line
+    by line, so memory stays bounded in both. Where no second process can start, or it dies, the
+    statistics are computed here instead (slower, same figures)."""
+
+    def __init__(self, source: Path) -> None:
+        self.source = source
+        self.pool: Any = None
+        self.future: Any = None
+
+    def __enter__(self) -> "_StatsBeside":
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        try:
+            # fork: the child starts at once with fcbench already imported (spawn would re-import it)
+            context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+            self.pool = ProcessPoolExecutor(max_workers=1, mp_context=context)
+            self.future = self.pool.submit(export_stats, self.source)
+        except (OSError, ValueError, RuntimeError):
+            self.pool = self.future = None
+        return self
+
+    def result(self) -> DatasetStats:
+        if self.future is not None:
+            try:
+                return self.future.result()
+            except Exception:  # a killed or failed child: the figures are computed here instead
+                pass
+        return export_stats(self.source)
+
+    def __exit__(self, exc_type: Any, *rest: object) -> None:
+        if self.pool is None:
+            return
+        if exc_type is not None:  # the export failed: its statistics are not wanted, do not wait for them
+            for process in list((getattr(self.pool, "_processes", None) or {}).values()):
+                process.terminate()
+        self.pool.shutdown(wait=exc_type is None, cancel_futures=True)
+
+
 def read_stage_summaries(build_dir: Path) -> dict[str, dict[str, Any]]:
     summaries = {}
     for stage in STAGE_SUMMARIES:
@@ -426,8 +473,10 @@ def export_samples(source: Path, paths: ExportPaths, settings: ExportSettings, *
     os.chmod(work_dir, 0o777 & ~_umask())  # mkdtemp's 0700 would hide the export from other users
     exporter = _Exporter(source, settings, work_dir, copy_formats)
     try:
-        with StageProgress("export", count_lines(source)) as progress:
-            stats = compute_stats(_counted(exporter.samples(), progress))
+        with _StatsBeside(source) as card_stats, StageProgress("export", count_lines(source)) as progress:
+            for _ in _counted(exporter.samples(), progress):
+                pass
+            stats = card_stats.result()
         splits = exporter.finish_splits()
         exporter.write_format_copies(splits)
         summary = exporter.summary

@@ -94,6 +94,26 @@ def _finite_float(text: str) -> float:
 def _check_depth_and_text(value: Any, check_text: bool) -> None:
     """Nesting within MAX_DEPTH and, when asked, no string that cannot be written as UTF-8 (a lone
     surrogate such as \\ud800 passes json.loads and crashes every writer later)."""
+    if check_text:
+        _check_depth_and_every_string(value)
+        return
+    # Level by level, keeping only the containers of the next level: every line of every stage file
+    # goes through here, and long-context samples hold tens of thousands of scalars each.
+    level = [value] if isinstance(value, (dict, list)) else []
+    depth = 1
+    while level:
+        # a value of any kind one level further down is past the limit
+        if depth >= MAX_DEPTH and any(len(item) for item in level):
+            raise _BadValue(f"nested deeper than {MAX_DEPTH} levels")
+        deeper: list[Any] = []
+        for item in level:
+            children = item.values() if type(item) is dict else item
+            deeper += [child for child in children if type(child) is dict or type(child) is list]
+        level = deeper
+        depth += 1
+
+
+def _check_depth_and_every_string(value: Any) -> None:
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
@@ -101,12 +121,11 @@ def _check_depth_and_text(value: Any, check_text: bool) -> None:
             raise _BadValue(f"nested deeper than {MAX_DEPTH} levels")
         if isinstance(item, dict):
             for key, child in item.items():
-                if check_text:
-                    _encodable(key)
+                _encodable(key)
                 stack.append((child, depth + 1))
         elif isinstance(item, list):
             stack.extend((child, depth + 1) for child in item)
-        elif check_text and isinstance(item, str):
+        elif isinstance(item, str):
             _encodable(item)
 
 

@@ -181,14 +181,6 @@ def _readable_lines(predictions: Path) -> list[dict[str, Any]]:
     return lines  # type: ignore[return-value]
 
 
-def score_complexeval_files(predictions: Path, gold: Path | None, gold_format: str) -> ScoreResult:
-    """Prediction lines are saved trajectories `{"id", "turns": [[calls...], ..., "final text"]}`."""
-    from fcbench.score.complexeval import score_complexeval
-
-    report = score_complexeval(_gold_samples(gold, gold_format, "complexeval"), _readable_lines(predictions))
-    return ScoreResult("complexeval", report.summary, report.items)
-
-
 @dataclass(frozen=True)
 class JudgeSettings:
     """The LLM that grades (None: the rule-based stand-ins, for the reason in `offline_because`)
@@ -197,6 +189,55 @@ class JudgeSettings:
     llm: LLMConfig | None = None
     cache: Path | None = None
     offline_because: str = "no LLM configured: give --llm-model, or --pipeline with an llm block"
+
+
+def score_complexeval_files(predictions: Path, gold: Path | None, gold_format: str, compat: bool = False,
+                            judges: JudgeSettings = JudgeSettings()) -> ScoreResult:
+    """Prediction lines are saved trajectories `{"id", "turns": [[calls...], ..., "final text"]}`;
+    `compat` gives the published runner's verdicts (fcbench.score.complexeval_compat). With an
+    LLM, calls the rules cannot decide go to the recorded responses, then to the LLM judge, and
+    completeness and correctness are LLM-judged; else the rule-based stand-ins, said first."""
+    from fcbench.score.complexeval import (COMPLEXFUNCBENCH_OPTIONAL_FUNCTIONS, ComplexEvalOptions, judges_line,
+                                           score_complexeval)
+    from fcbench.score.complexeval_compat import score_compat
+
+    samples = _gold_samples(gold, gold_format, "complexeval")
+    lines = _readable_lines(predictions)
+    options = ComplexEvalOptions()
+    if gold_format == "complexfuncbench":  # the benchmark's own rule: its location look-ups are free
+        options = ComplexEvalOptions(optional_functions=COMPLEXFUNCBENCH_OPTIONAL_FUNCTIONS)
+    if judges.llm is None:
+        report = score_compat(samples, lines) if compat else score_complexeval(samples, lines, options)
+        first_line = f"{judges_line(report.summary['judges'])} ({judges.offline_because})"
+        return ScoreResult("complexeval", {"judges_note": first_line, **report.summary}, report.items, first_line)
+    if judges.cache is None:
+        raise UserError("an LLM judge needs a cache file for its verdicts")
+    from fcbench.complexeval_judges import LLMJudges, judged_options
+    from fcbench.environments.recorded import RecordedEnvironment
+    from fcbench.score.complexeval import response_match_layer
+    from fcbench.score.complexeval_compat import CompatOptions
+
+    # online whatever the llm block says: the protocol waits for each verdict before it goes on
+    with LLMJudges(judges.llm.model_copy(update={"mode": "online"}), judges.cache) as llm_judges:
+        if compat:
+            # the reference's paid layers, in its order: the response comparison, then the LLM
+            response_layer = response_match_layer(RecordedEnvironment.from_samples(samples))
+            report = score_compat(samples, lines, completeness_judge=llm_judges.completeness_judge,
+                                  correctness_judge=llm_judges.correctness_judge,
+                                  options_for=lambda sample: CompatOptions(
+                                      layers=[response_layer, llm_judges.equivalence_layer(sample)]))
+        else:
+            report = score_complexeval(samples, lines, completeness_judge=llm_judges.completeness_judge,
+                                       correctness_judge=llm_judges.correctness_judge,
+                                       options_for=judged_options(samples, llm_judges, options))
+        first_line = judges_line(report.summary["judges"])
+        summary = {"judges_note": first_line, **report.summary, "judge_llm": llm_judges.summary()}
+    verdicts = llm_judges.verdicts
+    asked = sum(n for key, n in verdicts.items() if not key.endswith(":rule_no_answer"))
+    errors = sum(n for key, n in verdicts.items() if key.endswith(":judge_error"))
+    unusable = (f"the LLM judge {judges.llm.model} gave no usable verdict ({errors} judge_errors)"
+                if asked and errors == asked else None)
+    return ScoreResult("complexeval", summary, report.items, first_line, unusable)
 
 
 def score_confetti_files(predictions: Path, gold: Path | None, gold_format: str,
@@ -260,11 +301,11 @@ METRICS: dict[str, Any] = {
     "bfcl": _bfcl,
     "nestful": lambda r: score_nestful_files(r.predictions, r.gold, r.tools_module, r.compat),
     "callnavi": _callnavi,
-    "complexeval": lambda r: score_complexeval_files(r.predictions, r.gold, r.gold_format),
+    "complexeval": lambda r: score_complexeval_files(r.predictions, r.gold, r.gold_format, r.compat, r.judges),
     "confetti": lambda r: score_confetti_files(r.predictions, r.gold, r.gold_format, r.judges),
 }
 # the metrics graded in part by an LLM judge (`--llm-model`, `--pipeline`, `--offline`)
-LLM_JUDGED_METRICS = ("confetti",)
+LLM_JUDGED_METRICS = ("complexeval", "confetti")
 
 
 def score_files(metric: str, request: ScoreRequest) -> ScoreResult:

@@ -251,6 +251,10 @@ def test_template_split_never_puts_variants_of_one_template_in_two_splits(tmp_pa
     assert "| generate/prompts/rewrite.txt (abababababab) | 252 |" in card
     assert "- Annotators: 3 distinct, 252 samples annotated" in card
     assert "- Templates: 84; variants generated from a template: 252." in card
+    # the card's statistics: Table 3 columns and what makes samples hard, with the tokenizer named
+    assert "| domain | samples | avg steps | avg calls | avg context tokens (cl100k_base) |" in card
+    assert "| context tokens (cl100k_base) | samples |" in card
+    assert "Tokens counted with the cl100k_base BPE tokenizer" in card
 
 
 def test_domain_split_gives_one_loadable_split_per_domain(validated, tmp_path):

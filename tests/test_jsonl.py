@@ -182,3 +182,20 @@ def test_progress_is_quiet_for_short_runs_and_logs_plain_lines_off_a_terminal():
     with StageProgress("filter", 1000, stream=stream, quiet_s=0, log_every_s=0) as slow:
         slow.advance(250)
     assert stream.getvalue().startswith("filter: 250/1,000 (25%), ") and "s left" in stream.getvalue()
+
+
+def test_depth_limit_is_exact_at_the_boundary():
+    from fcbench.jsonl import MAX_DEPTH, parse_json_line
+
+    def nested(levels: int, inner: str) -> bytes:
+        return ("[" * levels + inner + "]" * levels).encode()
+
+    assert parse_json_line(nested(MAX_DEPTH - 1, "1")) is not None  # the scalar is at depth MAX_DEPTH
+    parse_json_line(nested(MAX_DEPTH, ""))  # an empty list at depth MAX_DEPTH is within the limit
+    for levels, inner in ((MAX_DEPTH, "1"), (MAX_DEPTH + 1, ""), (MAX_DEPTH - 1, '{"a": 1}')):
+        try:
+            parse_json_line(nested(levels, inner))
+        except ValueError as exc:
+            assert "nested deeper" in str(exc)
+        else:
+            raise AssertionError(f"{levels} levels around {inner!r} should be too deep")

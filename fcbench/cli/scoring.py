@@ -29,6 +29,10 @@ SCORE_EPILOG = """Examples:
 
   build-dataset score --metric callnavi --questions ../shared/external/callnavi/Questions/bank.json --predictions tests/data/predictions/callnavi_bank_runs.jsonl
 
+  build-dataset score --metric complexeval --gold datasets/complexfuncbench-example/trips.jsonl --from complexfuncbench --predictions tests/data/predictions/complexeval_trips.jsonl
+
+  build-dataset score --metric complexeval --gold datasets/complexfuncbench-example/trips.jsonl --from complexfuncbench --predictions tests/data/predictions/complexeval_trips.jsonl --compat
+
   build-dataset score --metric confetti --gold ../shared/external/confetti/possible_answer_BFCL_v2_dialogacts.json --from confetti --predictions tests/data/predictions/confetti_dialogacts_responses.jsonl --offline
 
   build-dataset score --metric confetti --gold ../shared/external/confetti/possible_answer_BFCL_v2_dialogacts.json --from confetti --predictions tests/data/predictions/confetti_dialogacts_responses.jsonl --llm-model gpt-4o-mini
@@ -46,7 +50,14 @@ Inputs per metric:
   Questions/<domain>.json; several lines with one id are repeated runs (stability scores).
 
   complexeval: saved trajectories {"id", "turns": [[{"name", "arguments"}, ...], ..., "final text"]}
-  against --gold samples (any format, --from); summary in ComplexFuncBench's Table 2 shape.
+  against --gold samples (any format, --from); summary in ComplexFuncBench's Table 2 shape. With an
+  LLM (--llm-model or --pipeline's llm block, endpoint and key as for confetti below) calls are
+  compared by rules, then the gold's recorded responses, then the LLM judge, and completeness and
+  correctness (0-2) are LLM-judged, every verdict cached in --judge-cache (one at a time, online:
+  the protocol waits for each); without one (or with --offline) rule-based stand-ins judge, as the
+  report's first line says. With --from complexfuncbench its location look-ups are optional.
+  --compat reproduces the published ComplexFuncBench runner's verdicts, defects included
+  (bench/README.md lists how default mode differs).
 
   confetti: prediction lines {"id", "result": [{"func": {"arg": value}}]} and/or {"id",
   "dialog_acts": [...]} or {"id", "response": "the model's text"} against --gold (e.g. the CONFETTI
@@ -116,6 +127,8 @@ def _judge_settings(metric: str, llm_model: str | None, base_url: str | None, pi
     if (llm_model or base_url or pipeline or judge_cache or batch) and metric not in scoring.LLM_JUDGED_METRICS:
         raise UserError(f"--llm-model, --base-url, --pipeline, --judge-cache and --batch configure the LLM judge of "
                         f"{', '.join('--metric ' + m for m in scoring.LLM_JUDGED_METRICS)}; --metric {metric} has none")
+    if batch and metric == "complexeval":
+        raise UserError("--batch: ComplexEval's judges are asked one verdict at a time inside the protocol, online")
     if offline:
         return scoring.JudgeSettings(offline_because="--offline")
     config = _load_pipeline(pipeline, file) if pipeline else None
@@ -134,7 +147,7 @@ def _print_score(metric: str, compat: bool, predictions: Path, result: Any) -> N
     table.add_column("measure")
     table.add_column("value", justify="right")
     for key, value in result.summary.items():
-        if key == "grading":  # said in words on the first line; --json has all of it
+        if key in ("grading", "judges_note"):  # said in words on the first line; --json has all of it
             continue
         if isinstance(value, dict):
             value = ", ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in value.items())
@@ -166,6 +179,15 @@ def evaluate(
                                     "gold steps (final answer and corrections) before it is cut off."),
     file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
     batch: bool = typer.Option(False, "--batch", help=BATCH_HELP),
+    judge_model: Optional[str] = typer.Option(None, "--judge-model", help="The LLM judge of call equivalence, "
+                                              "completeness and correctness (default: the pipeline's judge block; "
+                                              "none: rule-based stand-ins, said on the first line)."),
+    judge_base_url: Optional[str] = typer.Option(None, "--judge-base-url", help="The judge's OpenAI-compatible "
+                                                 "endpoint (default: the judge block's base_url, else $OPENAI_BASE_URL)."),
+    context_window: Optional[int] = typer.Option(
+        None, "--context-window", min=1, help="The model's context window in tokens (cl100k_base count of "
+        "messages + tools; default: llm.context_window). A request above it is not sent: the sample ends "
+        "there as context_overflow."),
     as_json: bool = typer.Option(False, "--json", help='Print {"model", "scores", "trajectories"} as JSON.'),
 ) -> None:
     """Run a model on an exported benchmark with ComplexFuncBench's ComplexEval protocol, then score it.
@@ -176,7 +198,13 @@ def evaluate(
     llm block. Writes build/eval/<model>/trajectories.jsonl (one line per sample as it finishes)
     and build/eval/<model>/scores.json (per-domain success rate, call accuracy, completeness,
     correctness, error taxonomy, per-parameter-type error rates). A re-run after a kill resumes:
-    finished samples are skipped and answered turns are replayed from the request cache."""
+    finished samples are skipped and answered turns are replayed from the request cache.
+
+    With a judge (--judge-model, or a `judge:` block in the pipeline), calls the rules cannot
+    decide go to the recorded responses, then to the LLM judge, and completeness and correctness
+    (0-2) are LLM-judged, as in the paper; verdicts are cached in build/eval/<model>/judges.sqlite,
+    an unusable verdict is asked again once and then recorded as judge_error. Without one, the
+    rule-based stand-ins judge, and the output and scores.json say so first."""
     from rich.progress import Progress
 
     from fcbench.pipeline import EvaluateSettings, run_stage
@@ -185,16 +213,24 @@ def evaluate(
     with Progress(console=Console(stderr=True), transient=True, disable=as_json) as progress:
         task = progress.add_task(f"evaluate {model}", total=None)
         settings = EvaluateSettings(model, base_url, split, input_file, limit, extra_turns, batch,
-                                    progress=lambda done, total: progress.update(task, completed=done, total=total))
+                                    progress=lambda done, total: progress.update(task, completed=done, total=total),
+                                    judge_model=judge_model, judge_base_url=judge_base_url,
+                                    context_window=context_window)
         result = run_stage("evaluate", config, settings).report
     if as_json:
+        from fcbench.score.complexeval import judges_line
+
         print_json(result.as_dict())
+        print(judges_line(result.judges), file=sys.stderr)  # stdout holds only JSON; "judges" has the same
         return
     _print_evaluation(result)
 
 
 def _print_evaluation(result: Any) -> None:
+    from fcbench.score.complexeval import judges_line
+
     scores = result.scores
+    console.print(judges_line(result.judges), highlight=False, soft_wrap=True)  # who judged, first
     console.print(f"evaluate {result.model}: {result.samples} samples from {result.source} "
                   f"({result.ran} run, {result.reused} reused from an earlier run)", highlight=False, soft_wrap=True)
     table = Table(title="ComplexEval per domain")
@@ -212,5 +248,8 @@ def _print_evaluation(result: Any) -> None:
                       highlight=False, soft_wrap=True)
     for reason, count in result.not_evaluated.items():
         print(f"warning: {count} samples not evaluated ({reason}); see {result.rejects_path}", file=sys.stderr)
+    if result.context_overflow:
+        print(f"warning: {len(result.context_overflow)} samples did not fit the context window (context_overflow: "
+              f"scored on the turns before it); see {result.scores_path}", file=sys.stderr)
     console.print(f"trajectories: {result.trajectories_path}\nscores:       {result.scores_path}", highlight=False,
                   soft_wrap=True)
