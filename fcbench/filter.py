@@ -150,17 +150,25 @@ def run_filter(items: Iterable[Sample | Rejected], environment: Environment, set
     return summary
 
 
+# rules that only read a value the query writes in another spelling ("April 3, 2026", "premium economy")
+SPELLING_RULES = frozenset({"date.spelled", "enum.words"})
+
+
 def reasoning_summary(verdicts: Sequence[Verdict]) -> dict[str, Any]:
     """How many samples needed parameter value reasoning, how many of those were kept, and which
     rule explained how many values (a sample rejected before the grounding check is not counted)."""
-    needing = [v for v in verdicts if v.derived or v.deferred or v.reason == "grounding.ungrounded_value"]
+    needing = [v for v in verdicts if any(d["rule"] not in SPELLING_RULES for d in v.derived)
+               or v.deferred or v.reason == "grounding.ungrounded_value"]
     rejected = Counter(v.reason for v in needing if not v.kept)
     return {
+        # a value the query implies: derived by a rule other than a mere spelling, read from a
+        # response, marked by the annotator, or that no rule explains
         "samples": len(needing),
         "share": round(len(needing) / len(verdicts), 4) if verdicts else 0.0,
         "kept": sum(v.kept for v in needing),
         "rejected": sum(not v.kept for v in needing),
         "rejected_by_reason": dict(sorted(rejected.items())),
+        "samples_with_spelled_values_only": sum(bool(v.derived) and v not in needing for v in verdicts),
         "deferred_to_semantic": sum(bool(v.deferred) for v in verdicts),
         "deferred_rejected": sum(bool(v.deferred) and not v.kept for v in verdicts),
         "values_by_rule": dict(sorted(Counter(d["rule"] for v in needing for d in v.derived).items())),

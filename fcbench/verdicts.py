@@ -14,6 +14,7 @@ from typing import Any, Sequence
 from fcbench.answers import AnswerComparison, NumberMode, answers_match
 from fcbench.call_format import check_call_format
 from fcbench.config import FilterConfig
+from fcbench.constraints import pick_problems
 from fcbench.execution import GoldPathResult
 from fcbench.grounding import grounding_report
 from fcbench.references import is_reference
@@ -124,6 +125,9 @@ def execution_verdict(sample: Sample, runs: Sequence[GoldPathResult], comparison
         if "response" in before.model_fields_set and not answers_match(after.response, before.response, comparison):
             return _reject(sample.id, FilterCategory.FAILED_REPRODUCTION, "reproduction.response_mismatch",
                            f"{before.label} ({before.name}) answered differently from its recorded response")
+    picks = pick_problems(first.sample)
+    if picks:  # the query's constraint must single out the entry the path reads: one valid path
+        return _reject(sample.id, FilterCategory.FAILED_REPRODUCTION, "reproduction.pick_not_unique", picks[0])
     for attempt, run in enumerate(runs[1:], start=2):
         if run.path != first.path:
             return _reject(sample.id, FilterCategory.FAILED_REPRODUCTION, "reproduction.nondeterministic",
