@@ -171,7 +171,7 @@ def reasoning_summary(verdicts: Sequence[Verdict]) -> dict[str, Any]:
         "samples_with_spelled_values_only": sum(bool(v.derived) and v not in needing for v in verdicts),
         "deferred_to_semantic": sum(bool(v.deferred) for v in verdicts),
         "deferred_rejected": sum(bool(v.deferred) and not v.kept for v in verdicts),
-        "values_by_rule": dict(sorted(Counter(d["rule"] for v in needing for d in v.derived).items())),
+        "values_by_rule": dict(sorted(Counter(d["rule"] for v in verdicts for d in v.derived).items())),
     }
 
 

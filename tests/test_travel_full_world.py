@@ -62,3 +62,15 @@ def test_the_committed_catalog_and_pools_are_what_the_build_script_writes(tmp_pa
         assert (tmp_path / name).read_bytes() == (FULL / name).read_bytes(), name
     domains = {tool["domain"] for tool in json.loads((FULL / "tools.json").read_text())}
     assert domains == {"flights", "hotels", "car-rental", "attractions"}
+
+
+def test_the_bundled_export_is_read_gzipped_and_carries_rewritten_queries_and_derived_marks():
+    from annotate.pull import read_export_file
+
+    tasks = read_export_file(FULL / "annotations" / "stage2_export.json.gz")
+    assert len(tasks) >= 100
+    results = [{region["from_name"]: region["value"] for region in task["annotations"][0]["result"]} for task in tasks]
+    fixed = [r for r in results if r["verdict"]["choices"] == ["fix"]]
+    assert fixed and all(r["query"]["text"][0] for r in fixed)
+    marks = [call.get("derived") for r in results for step in json.loads(r["path_json"]["text"][0]) for call in step]
+    assert any(mark and any(reason.startswith("date.offset") for reason in mark.values()) for mark in marks)
