@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from annotate.agreement import summarise_agreement
+from annotate.ambiguity import find_ambiguities
+from annotate.ambiguity_quality import WarningQuality, removed_ambiguities
 from annotate.client import Connection, open_client, resolve_connection, server_errors
 from annotate.configs import SENIOR
 from annotate.files import sample_lines, write_lines
@@ -214,12 +216,15 @@ def qa_report(outcomes: Sequence[TaskOutcome]) -> dict[str, Any]:
     golds = [outcome for outcome in outcomes if outcome.diff is not None]
     agreements = [item for outcome in outcomes for item in outcome.agreements]
     samples = []
+    warnings = WarningQuality()
     for outcome in golds:
         assert outcome.diff is not None and outcome.annotation is not None
         row = outcome.diff.as_dict()
         row.update({"label_studio_task_id": outcome.task_id, "annotator": outcome.annotation.annotator,
                     "flags_ticked": list(outcome.correction.flags) if outcome.correction else [],
                     "notes": outcome.notes})
+        if outcome.correction is not None and outcome.sample is not None:
+            row.update(_warnings_against_gold(outcome, warnings))
         samples.append(row)
     agreement_rows = [{"label_studio_task_id": outcome.task_id, "id": outcome.sample_id,
                        "annotators": [outcome.annotation.annotator if outcome.annotation else None, other.annotator],
@@ -229,10 +234,22 @@ def qa_report(outcomes: Sequence[TaskOutcome]) -> dict[str, Any]:
     summary = summarise([outcome.diff for outcome in golds if outcome.diff is not None],
                         [list(outcome.correction.flags) for outcome in golds if outcome.correction],
                         [result for _, result in agreements])
+    # the warnings of today's `find_ambiguities` on each draft vs what disambiguation removed in its gold
+    summary["ambiguity_warnings"] = warnings.as_dict()
     units = [outcome.team for outcome in outcomes if outcome.team is not None]
     if units:  # a team pushed with --annotators: agreement by the team's own measures
         summary["team_agreement"] = summarise_agreement(units)
     return {"summary": summary, "samples": samples, "agreements": agreement_rows}
+
+
+def _warnings_against_gold(outcome: TaskOutcome, quality: WarningQuality) -> dict[str, Any]:
+    correction = outcome.correction
+    assert correction is not None and outcome.sample is not None
+    flags = find_ambiguities(correction.draft)
+    removed = removed_ambiguities(correction.draft, outcome.sample, correction.deletions, correction.dropped_tools)
+    quality.add(outcome.sample_id or str(outcome.task_id), flags, removed)
+    return {"ambiguity_warnings": [flag.key for flag in flags],
+            "ambiguities_removed": [{"key": item.key, "reason": item.reason} for item in removed]}
 
 
 def adjudication_rows(outcomes: Sequence[TaskOutcome]) -> list[dict[str, Any]]:

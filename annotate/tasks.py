@@ -187,8 +187,8 @@ def senior_prediction(query: str, path_json: str, model_version: str = DEFAULT_M
 
 
 def ambiguities_of(task_data: dict[str, Any]) -> list[Ambiguity]:
-    return [Ambiguity(item["kind"], item["message"], tuple(item.get("entries", ())), tuple(item.get("tools", ())))
-            for item in task_data.get("ambiguity", [])]
+    """The warnings a task was pushed with (tasks pushed before scores existed read with score 0)."""
+    return [Ambiguity.from_dict(item) for item in task_data.get("ambiguity", []) if isinstance(item, dict)]
 
 
 # -------------------------------------------------------------------------------------- stage2 pull

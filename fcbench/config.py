@@ -244,8 +244,14 @@ class PipelineConfig(_Config):
     # a stage keeps its previous output when the new one has fewer samples than this share of it
     # (fcbench.output_guard; --force replaces it anyway)
     min_output_share: float = Field(0.5, ge=0, le=1)
+    # a file read by this pipeline's stages whose share of unreadable lines is above this is refused
+    # as a whole (fcbench.jsonl's bad-line policy; `build-dataset --max-bad-share` overrides it)
+    max_bad_line_share: float = Field(0.5, ge=0, le=1)
     environment: EnvironmentConfig | None = None
     llm: LLMConfig | None = None
+    # the LLM that judges `evaluate` (ComplexEval call equivalence, completeness, correctness: the
+    # paper used GPT-4o); none: rule-based stand-ins, and the scores say so first
+    judge: LLMConfig | None = None
     stages: StagesConfig = Field(default_factory=StagesConfig)
 
     _name: str = PrivateAttr("")

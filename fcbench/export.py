@@ -44,6 +44,8 @@ from fcbench.dataset_card import CardInfo, ProvenanceTally, SplitInfo, render_ca
 from fcbench.errors import UserError
 from fcbench.formats import FORMATS, FormatError, FormatOptions, Rejected, read_samples, write_samples
 from fcbench.jsonl import dumps_line, iter_json_lines, write_json
+from fcbench.output_guard import count_lines, guard_counts
+from fcbench.progress import StageProgress
 from fcbench.sample import Sample, sample_from_dict, sample_to_dict
 from fcbench.rows import COLUMN_DOCS, PARQUET_SCHEMA, SHAPE_COLUMNS, row_chars, sample_to_row
 from fcbench.splits import assign_split, template_key
@@ -180,6 +182,7 @@ class ExportSummary:
     formats: dict[str, dict[str, Any]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     outputs: dict[str, str] = field(default_factory=dict)
+    replaced: dict[str, Any] = field(default_factory=dict)  # what became of the previous export (output_guard)
 
     @property
     def rejected(self) -> int:
@@ -195,6 +198,7 @@ class ExportSummary:
             "formats": self.formats,
             "warnings": self.warnings,
             "outputs": self.outputs,
+            "output_guard": self.replaced,
         }
 
 
@@ -398,9 +402,20 @@ def _swap_in(work_dir: Path, export_dir: Path) -> None:
         os.replace(work_dir, export_dir)
 
 
-def export_samples(source: Path, paths: ExportPaths, settings: ExportSettings) -> ExportSummary:
+def previous_export_rows(export_dir: Path) -> int | None:
+    """Rows of the export already in place (from its Parquet footers), None when there is none."""
+    shards = sorted((export_dir / "data").glob("*.parquet"))
+    if not shards:
+        return None
+    return sum(pq.read_metadata(shard).num_rows for shard in shards)
+
+
+def export_samples(source: Path, paths: ExportPaths, settings: ExportSettings, *, force: bool = False,
+                   min_output_share: float = 0.5) -> ExportSummary:
     """Export the canonical JSONL file `source` into `paths`; returns the summary also written to
-    export.summary.json. Raises UserError when no sample could be exported."""
+    export.summary.json. Raises UserError when no sample could be exported. A result smaller than
+    `min_output_share` of the export in place keeps that export: the new one goes to `export.new/`
+    (with `export.summary.new.json`) and OutputKept is raised, unless `force`."""
     if not source.is_file():
         raise UserError(f"{source}: no such file (the export reads the filter's validated.jsonl; "
                         f"run the filter stage or pass --input)")
@@ -411,27 +426,40 @@ def export_samples(source: Path, paths: ExportPaths, settings: ExportSettings) -
     os.chmod(work_dir, 0o777 & ~_umask())  # mkdtemp's 0700 would hide the export from other users
     exporter = _Exporter(source, settings, work_dir, copy_formats)
     try:
-        stats = compute_stats(exporter.samples())
+        with StageProgress("export", count_lines(source)) as progress:
+            stats = compute_stats(_counted(exporter.samples(), progress))
         splits = exporter.finish_splits()
         exporter.write_format_copies(splits)
         summary = exporter.summary
+        guarded = guard_counts(paths.export_dir, summary.exported, previous_export_rows(paths.export_dir),
+                               force=force, min_share=min_output_share)
+        summary.replaced = guarded.summary()
+        export_dir, rejects, summary_file = (guarded.path(paths.export_dir), guarded.path(paths.rejects),
+                                             guarded.path(paths.summary))
         if splits:
             card = render_card(_card_info(settings, splits, stats, exporter, read_stage_summaries(paths.build_dir)))
             (work_dir / "README.md").write_text(card, encoding="utf-8")
-        os.replace(exporter.rejects_tmp, paths.rejects)
-        summary.outputs = {"export": str(paths.export_dir), "card": str(paths.export_dir / "README.md"),
-                           "rejects": str(paths.rejects), "summary": str(paths.summary)}
+        os.replace(exporter.rejects_tmp, rejects)
+        summary.outputs = {"export": str(export_dir), "card": str(export_dir / "README.md"),
+                           "rejects": str(rejects), "summary": str(summary_file)}
         if splits:
-            _swap_in(work_dir, paths.export_dir)
-        write_json(paths.summary, summary.as_dict(), indent=2)
+            _swap_in(work_dir, export_dir)
+        write_json(summary_file, summary.as_dict(), indent=2)
     finally:
         exporter.close_canonical_files()
         if work_dir.exists():
             shutil.rmtree(work_dir)
     if not splits:
         raise UserError(f"{source}: no sample could be exported ({summary.rejected} rejected, "
-                        f"reasons in {paths.rejects})")
+                        f"reasons in {rejects})")
+    guarded.finish()
     return summary
+
+
+def _counted(items: Iterator[Any], progress: StageProgress) -> Iterator[Any]:
+    for item in items:
+        progress.advance()
+        yield item
 
 
 def _umask() -> int:
@@ -440,9 +468,10 @@ def _umask() -> int:
     return mask
 
 
-def run_export_stage(pipeline: PipelineConfig, input_file: Path | None = None) -> ExportSummary:
+def run_export_stage(pipeline: PipelineConfig, input_file: Path | None = None, force: bool = False) -> ExportSummary:
     """`build-dataset export PIPELINE`: `<build>/validated.jsonl` (or `input_file`) exported."""
     settings = ExportSettings(name=pipeline.name, config=pipeline.stages.export, seed=pipeline.seed,
                               description=pipeline.description, license=pipeline.license)
     source = input_file or pipeline.build_dir / VALIDATED
-    return export_samples(source, ExportPaths(pipeline.build_dir), settings)
+    return export_samples(source, ExportPaths(pipeline.build_dir), settings, force=force,
+                          min_output_share=pipeline.min_output_share)

@@ -209,7 +209,7 @@ def _filter(ctx: PipelineContext, settings: Any = None) -> StageSummary:
 def _export(ctx: PipelineContext, settings: Any = None) -> StageSummary:
     from fcbench.export import run_export_stage
 
-    exported = run_export_stage(ctx.config, _input(settings))
+    exported = run_export_stage(ctx.config, _input(settings), force=ctx.force)
     return StageSummary("export", {"exported": exported.exported, "rejected": exported.rejected}, exported.reasons,
                         exported.outputs, {"exported": exported.exported, "splits": exported.splits,
                                            "rejected": exported.rejected}, report=exported)
@@ -276,6 +276,8 @@ class EvaluateSettings:
     extra_turns: int = 3
     batch: bool = False
     progress: Any = None  # (done, total) callback
+    judge_model: str | None = None  # the LLM judge (default: the pipeline's judge block, else none)
+    judge_base_url: str | None = None
 
 
 def _report_summary(stage: str, report: Any) -> StageSummary:
@@ -316,7 +318,8 @@ def _evaluate(ctx: PipelineContext, settings: EvaluateSettings) -> StageSummary:
 
     result = evaluate_pipeline(ctx.config, settings.model, base_url=settings.base_url, split=settings.split,
                                input_file=settings.input_file, limit=settings.limit, extra_turns=settings.extra_turns,
-                               batch=settings.batch, progress=settings.progress)
+                               batch=settings.batch, progress=settings.progress,
+                               judge_model=settings.judge_model, judge_base_url=settings.judge_base_url)
     return StageSummary("evaluate", {"samples": result.samples, "ran": result.ran, "reused": result.reused},
                         outputs={"trajectories": str(result.trajectories_path), "scores": str(result.scores_path),
                                  "rejects": str(result.rejects_path)}, report=result)

@@ -21,11 +21,11 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from fcbench.catalog.openai import openai_tool_param
 from fcbench.config import PipelineConfig
-from fcbench.constraints import PICKS_META, PickRulesError, load_pick_rules
+from fcbench.constraints import PICKS_META, PickRulesError, PickSpec, load_pick_rules
 from fcbench.context import DRAFTS, pipeline_catalog
 from fcbench.environments import Environment
 from fcbench.errors import UserError
@@ -198,33 +198,42 @@ def _run_offline(pipeline: PipelineConfig, tools: list[Tool], graph: FeedGraph, 
     journeys: dict[str, bool] = {}
     seen_queries: set[str] = set()
     outcomes: list[Sample | dict[str, Any] | None] = []
-    for index, subset in enumerate(subsets):
-        if subset is None:
-            outcomes.append(None)
-            continue
-        offered = [tool for tool in tools if tool.name in subset.tools]
-        failures: Counter[str] = Counter()
-        for attempt in range(MAX_ATTEMPTS):
-            request = DraftRequest(subset.goals, frozenset(subset.tools), frozenset(subset.domains),
-                                   f"{pipeline.seed}:stage1:{index}:{attempt}", max_steps, dict(journeys))
-            try:
-                proposed = propose_draft(request, graph, pools, phrases, environment, offered, picks)
-            except PlanFailed as exc:
-                failures[str(exc)] += 1
-                continue
-            if proposed.query in seen_queries:
-                failures["the query repeats an earlier draft"] += 1
-                continue
-            seen_queries.add(proposed.query)
-            journeys.update(proposed.journeys)
-            outcomes.append(_offline_sample(pipeline, index, subset, offered, proposed.query, proposed.calls,
-                                            phrases_file, attempt + 1, proposed.picks))
-            break
-        else:
-            outcomes.append({"id": draft_id(pipeline, index), "reason": "stage1.no_executable_path",
-                             "detail": f"{MAX_ATTEMPTS} attempts; most frequent problem: {failures.most_common(1)[0][0]}",
-                             "goals": list(subset.goals), "sampled_tools": list(subset.tools)})
+    with StageProgress("stage1 drafts", len(subsets)) as progress:
+        for index, subset in enumerate(subsets):
+            outcomes.append(_offline_outcome(pipeline, index, subset, tools, graph, pools, phrases, phrases_file,
+                                             environment, max_steps, journeys, seen_queries, picks))
+            progress.advance()
     return outcomes
+
+
+def _offline_outcome(pipeline: PipelineConfig, index: int, subset: ToolSubset | None, tools: list[Tool], graph: FeedGraph,
+                     pools: ValuePools, phrases: PhraseBook, phrases_file: PromptFile, environment: Environment,
+                     max_steps: int, journeys: dict[str, bool], seen_queries: set[str],
+                     picks: Mapping[str, PickSpec] | None = None) -> Sample | dict[str, Any] | None:
+    """One draft by the graph sampler (None for a subset that could not be sampled); `journeys`
+    and `seen_queries` carry what earlier drafts used, so drafts do not repeat each other."""
+    if subset is None:
+        return None
+    offered = [tool for tool in tools if tool.name in subset.tools]
+    failures: Counter[str] = Counter()
+    for attempt in range(MAX_ATTEMPTS):
+        request = DraftRequest(subset.goals, frozenset(subset.tools), frozenset(subset.domains),
+                               f"{pipeline.seed}:stage1:{index}:{attempt}", max_steps, dict(journeys))
+        try:
+            proposed = propose_draft(request, graph, pools, phrases, environment, offered, picks)
+        except PlanFailed as exc:
+            failures[str(exc)] += 1
+            continue
+        if proposed.query in seen_queries:
+            failures["the query repeats an earlier draft"] += 1
+            continue
+        seen_queries.add(proposed.query)
+        journeys.update(proposed.journeys)
+        return _offline_sample(pipeline, index, subset, offered, proposed.query, proposed.calls, phrases_file,
+                               attempt + 1, proposed.picks)
+    return {"id": draft_id(pipeline, index), "reason": "stage1.no_executable_path",
+            "detail": f"{MAX_ATTEMPTS} attempts; most frequent problem: {failures.most_common(1)[0][0]}",
+            "goals": list(subset.goals), "sampled_tools": list(subset.tools)}
 
 
 def _draft_domain(tools: Sequence[Tool], calls: Sequence[Sequence[Call]]) -> str | list[str]:

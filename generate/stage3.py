@@ -298,11 +298,13 @@ def _generate(pipeline: PipelineConfig, templates: list[Sample], pools: ValuePoo
         return _run_llm(pipeline, templates, pools, environment)
     assert pools is not None  # checked by run_stage3
     total = _Outcome()
-    for template in templates:
-        outcome = slot_variants(template, pools, settings.variants, pipeline.seed, settings.fill,
-                                environment, pipeline.stages.filter)  # type: ignore[arg-type]
-        total.candidates += outcome.candidates
-        total.rejects += outcome.rejects
+    with StageProgress("stage3 templates", len(templates)) as progress:
+        for template in templates:
+            outcome = slot_variants(template, pools, settings.variants, pipeline.seed, settings.fill,
+                                    environment, pipeline.stages.filter)  # type: ignore[arg-type]
+            total.candidates += outcome.candidates
+            total.rejects += outcome.rejects
+            progress.advance()
     return total, None
 
 

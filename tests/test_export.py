@@ -387,8 +387,10 @@ def test_bad_lines_go_to_the_export_rejects_with_their_reason(tmp_path, seeds):
 def test_nothing_exportable_is_a_user_error_with_the_rejects_kept(tmp_path):
     source = tmp_path / "validated.jsonl"
     source.write_text("not json\n", encoding="utf-8")
-    with pytest.raises(UserError, match="no sample could be exported"):
-        _export(source, tmp_path / "build")
+    from fcbench.jsonl import bad_line_policy
+
+    with bad_line_policy(1.0), pytest.raises(UserError, match="no sample could be exported"):
+        _export(source, tmp_path / "build")  # (the default policy refuses a file of only bad lines whole)
     assert json.loads((tmp_path / "build" / "export.rejects.jsonl").read_text())["reason"] == "not_json"
     assert not (tmp_path / "build" / "export").exists()
 

@@ -292,6 +292,7 @@ def export(
     input_file: Optional[Path] = typer.Option(None, "--input", help="Export this canonical file instead of "
                                               "build/validated.jsonl."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
 ) -> None:
     """Export validated samples as Parquet splits in Hugging Face layout, with a dataset card.
 
@@ -299,10 +300,12 @@ def export(
     build/export/README.md (card with YAML front matter, construction, statistics, limitations),
     a copy per format listed in stages.export.formats (build/export/<format>/), and
     build/export.summary.json. Lines that cannot be exported go to build/export.rejects.jsonl
-    with their reason. The same input and seed give byte-identical files."""
+    with their reason. The same input and seed give byte-identical files. An export much smaller
+    than the one in place (min_output_share) keeps it and goes to build/export.new/, exit 1,
+    unless --force."""
     from fcbench.pipeline import InputSettings, run_stage
 
-    summary = run_stage("export", _load_pipeline(pipeline, file), InputSettings(input_file)).report
+    summary = run_stage("export", _load_pipeline(pipeline, file), InputSettings(input_file), force=force).report
     if as_json:
         print_json(summary.as_dict())
         return

@@ -168,12 +168,15 @@ def lint_tools_command(
     from fcbench.catalog import load_tools_file
     from fcbench.catalog.lint import OVERLAP_RATIO, count_by_code, has_errors, lint_tools
 
-    catalog = load_tools_file(file)
+    unreadable: list[str] = []
+    catalog = load_tools_file(file, unreadable)
     findings = lint_tools(catalog, overlap_ratio=OVERLAP_RATIO if overlap_threshold is None else overlap_threshold)
     if as_json:
-        print_json({"file": str(file), "tools": len(catalog),
+        print_json({"file": str(file), "tools": len(catalog), "unreadable_lines": unreadable,
                     "findings": [finding.as_dict() for finding in findings], "counts": count_by_code(findings)})
     else:
+        for problem in unreadable:
+            print(f"skipped {problem}", file=sys.stderr)
         table = Table(title=f"{file}: {len(catalog)} tools, {len(findings)} findings")
         for column in ("severity", "tool", "parameter", "code", "message"):
             # codes are what users grep for: keep them whole, let the message wrap instead
@@ -182,7 +185,7 @@ def lint_tools_command(
             table.add_row(finding.severity.value, finding.tool, finding.parameter or "", finding.code.value,
                           finding.message)
         console.print(table)
-    if strict and has_errors(findings):
+    if strict and (has_errors(findings) or unreadable):
         raise typer.Exit(1)
 
 

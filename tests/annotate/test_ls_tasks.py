@@ -93,9 +93,14 @@ def test_response_entries_and_tools_become_checkboxes_with_the_ambiguous_ones_hi
     assert values == [f"var_1.data[{i}]" for i in range(5)] + [f"var_2.data.hotels[{i}]" for i in range(5)]
     flagged = [option["value"] for option in data["entry_options"] if "⚠" in option["html"]]
     assert flagged == [f"var_1.data[{i}]" for i in range(5)]
+    # one warning per (call, argument), the five destinations listed inside each
+    assert [(flag["call"], flag["argument"]) for flag in data["ambiguity"]] == [("var_2", "dest_id"),
+                                                                               ("var_2", "search_type")]
     assert data["ambiguity"][0]["message"] == (
-        "var_2.dest_id, var_2.search_type come from var_1.data[0], but 5 entries of var_1.data could supply "
-        "them: does the query say which one?")
+        "var_2.dest_id is taken from var_1.data[0], but 4 of the 5 entries of var_1.data would give another value: "
+        "does the query say which one?")
+    assert [candidate["entry"] for candidate in data["ambiguity"][0]["candidates"]] == [f"var_1.data[{i}]"
+                                                                                        for i in range(5)]
     assert [option["value"] for option in data["tool_options"]] == [tool.name for tool in drafts["hotels-paris"].tools]
     assert "Likely ambiguous" in data["draft_html"]
 
