@@ -28,6 +28,13 @@ class ProblemCode(str, Enum):
     MISSING_DRAFT = "missing_draft"  # the task's data lacks the draft (not pushed by fcbench)
     MALFORMED_TASK = "malformed_task"  # the task itself (not the annotation) is broken in the export
     STALE_DRAFT = "stale_draft"  # the task's draft is not the current drafts.jsonl's (another stage1 run)
+    # conversations (annotate/conversation_tasks.py)
+    EMPTY_CONVERSATION = "empty_conversation"  # every turn deleted, or no user turn
+    NO_DIALOG_ACT = "no_dialog_act"  # an agent turn tagged with no dialog act
+    UNKNOWN_DIALOG_ACT = "unknown_dialog_act"
+    DIALOG_ACT_MISMATCH = "dialog_act_mismatch"  # calls without agent_function_calling, or the reverse
+    COMPLEXITY_MISSING = "complexity_missing"  # a complexity the scenario requires does not occur
+    TOO_FEW_TURNS = "too_few_turns"  # fewer user turns than the scenario's minimum
 
 
 # Codes that are the annotator's own decision or a skip: never sent back, never "fixed".

@@ -301,6 +301,15 @@ def _stages_table(name: str, pipeline: Any) -> Table:
         "export": f"split by {stages.export.split}, formats {', '.join(stages.export.formats)}",
     }
     declared = set(pipeline.declared_stages())
+    if pipeline.kind == "conversation":  # its own stages (fcbench.pipeline.CONVERSATION_STAGES): no stage3
+        chat = pipeline.conversation
+        shares = ", ".join(f"{key} {value:g}" for key, value in chat.complexities.items())
+        settings["stage1"] = (f"conversations: {'offline (rule-based)' if chat.offline else 'llm user and agent'}, "
+                              f"{chat.scenarios} scenarios, APIs {chat.api_subset_sizes}, complexities {shares}, "
+                              f"{chat.min_turns}-{chat.max_turns} user turns")
+        settings["export"] += " (function_calling and response_quality sets, by conversation)"
+        del settings["stage3"]
+        declared.add("stage1")
     table = Table(title=f"{name}: stages")
     for column in ("stage", "settings", "source"):
         table.add_column(column)

@@ -103,9 +103,23 @@ def _ray_environment(pipeline: PipelineConfig, tools: Sequence[Tool]) -> Environ
                           timeout=settings.timeout_s, memory_limit_mb=settings.memory_mb, seed=pipeline.seed)
 
 
+def _simulated_environment(pipeline: PipelineConfig, tools: list[Tool]) -> Environment:
+    """The LLM answers each call from the tool's description and output schema (cached)."""
+    from fcbench.environments.simulated import SimulatedEnvironment
+    from fcbench.llm.cache import LLM_CACHE_FILE
+
+    if pipeline.llm is None:
+        raise UserError(f"pipeline {pipeline.name!r}: environment kind 'simulated' needs an `llm:` block")
+    reference_time = pipeline.conversation.reference_time if pipeline.conversation else ""
+    pipeline.build_dir.mkdir(parents=True, exist_ok=True)
+    return SimulatedEnvironment(tools, pipeline.llm, pipeline.build_dir / LLM_CACHE_FILE, reference_time,
+                                jitter_seed=pipeline.seed)
+
+
 # kind (pipelines.yaml `environment.kind`) -> opener; the one place that knows the kinds.
 ENVIRONMENTS = {
     "python": _python_environment,
     "recorded": _recorded_environment,
     "http": _http_environment,
+    "simulated": _simulated_environment,
 }
