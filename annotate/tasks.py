@@ -276,7 +276,8 @@ def build_senior_correction(draft: Sample, answer: SeniorAnswer) -> Correction:
     query = (answer.query or "").strip()
     if not query:
         problems.append(Problem(ProblemCode.EMPTY_QUERY, "the query is empty"))
-    steps = parse_path(answer.path_text, problems)
+    marks: list[dict[str, str]] = []
+    steps = parse_path(answer.path_text, problems, marks)
     if problems or steps is None:
         return correction
     correction.deletions, unreadable = deletions_by_label(answer.delete_entries)
@@ -287,6 +288,8 @@ def build_senior_correction(draft: Sample, answer: SeniorAnswer) -> Correction:
     gold_steps = [[_with_kept_response(call, correction.kept_from, correction.deletions) for call in step]
                   for step in steps]
     update: dict[str, Any] = {"messages": with_query(draft.messages, query), "tools": tools, "calls": gold_steps}
+    if marks:  # values the annotator says the query implies, and why (read by fcbench.grounding)
+        update["meta"] = {**draft.meta, "derived": marks}
     correction.sample = draft.model_copy(update=update)  # the new fields are new objects; the rest is read-only
     return correction
 
@@ -301,8 +304,10 @@ def with_query(messages: list[dict[str, Any]], query: str) -> list[dict[str, Any
     return updated + [{"role": "user", "content": query}]
 
 
-def parse_path(text: str | None, problems: list[Problem]) -> list[Step] | None:
-    """The edited path: a JSON list of steps, each a list of {label, name, arguments} objects."""
+def parse_path(text: str | None, problems: list[Problem], marks: list[dict[str, str]] | None = None) -> list[Step] | None:
+    """The edited path: a JSON list of steps, each a list of {label, name, arguments} objects. A call
+    may add `"derived": {"parameter": "reason"}` for argument values the query implies without
+    writing them ("a family of four" for adults=4); those go to `marks` as {label, parameter, reason}."""
     value, problem = parse_json_field(text, "the path JSON")
     if problem is not None:
         problems.append(problem)
@@ -323,6 +328,7 @@ def parse_path(text: str | None, problems: list[Problem]) -> list[Step] | None:
             call = _parse_call(raw, f"step {s + 1} call {c + 1}", problems)
             if call is None:
                 continue
+            _read_marks(raw, call, f"step {s + 1} call {c + 1}", problems, marks)
             if call.label in labels:
                 problems.append(Problem(ProblemCode.DUPLICATE_LABEL, f"label {call.label!r} is used twice"))
             labels.add(call.label)
@@ -337,7 +343,7 @@ def _parse_call(raw: Any, where: str, problems: list[Problem]) -> Call | None:
     if not isinstance(raw, dict):
         problems.append(Problem(ProblemCode.BAD_SHAPE, f"{where} must be an object {{label, name, arguments}}"))
         return None
-    unknown = sorted(set(raw) - {"label", "name", "arguments"})
+    unknown = sorted(set(raw) - {"label", "name", "arguments", "derived"})
     if unknown:
         problems.append(Problem(ProblemCode.BAD_SHAPE, f"{where} has unexpected keys {unknown}"))
     label, name, arguments = raw.get("label"), raw.get("name"), raw.get("arguments", {})
@@ -351,6 +357,25 @@ def _parse_call(raw: Any, where: str, problems: list[Problem]) -> Call | None:
         problems.append(Problem(ProblemCode.BAD_SHAPE, f"{where} ({label}): 'arguments' must be an object"))
         return None
     return Call(label=label.strip(), name=name.strip(), arguments=arguments)
+
+
+def _read_marks(raw: dict[str, Any], call: Call, where: str, problems: list[Problem],
+                marks: list[dict[str, str]] | None) -> None:
+    derived = raw.get("derived")
+    if derived is None:
+        return
+    if not isinstance(derived, dict) or not all(isinstance(reason, str) and reason.strip() for reason in derived.values()):
+        problems.append(Problem(ProblemCode.BAD_SHAPE, f"{where} ({call.label}): 'derived' must map each derived "
+                                                       "argument to the reason it follows from the query"))
+        return
+    unknown = sorted(set(derived) - set(call.arguments))
+    if unknown:
+        problems.append(Problem(ProblemCode.BAD_SHAPE, f"{where} ({call.label}): 'derived' names arguments the call "
+                                                       f"does not have: {unknown}"))
+        return
+    if marks is not None:
+        marks.extend({"label": call.label, "parameter": name, "reason": reason.strip()}
+                     for name, reason in derived.items())
 
 
 def _tool_problems(steps: Sequence[Step], draft: Sample, dropped: set[str]) -> list[Problem]:

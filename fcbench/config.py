@@ -150,6 +150,8 @@ class Stage1Config(_Config):
     tool_subset_sizes: list[int] = Field(default_factory=lambda: [3, 5])
     cross_domain_ratio: float = Field(0.0, ge=0, le=1)
     max_steps: int = Field(6, ge=1, le=100)
+    # offline sampler: a goal tool weighs its chain length to this power (higher: deeper paths)
+    chain_bias: float = Field(2.0, ge=0, le=10)
 
     @field_validator("tool_subset_sizes")
     @classmethod

@@ -57,6 +57,10 @@ class FilterSummary:
     outputs: dict[str, str]
     output_guard: dict[str, Any] = field(default_factory=dict)  # what this run replaced (fcbench.output_guard)
     resumed: int = 0  # decisions taken from the journal of an interrupted run
+    # parameter value reasoning: samples with a value the query implies (derived by a rule of
+    # fcbench.derivation, read from a response, or marked by the annotator) or that no rule
+    # explains; kept vs rejected, and how many values each rule explained
+    reasoning: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -209,6 +213,7 @@ def run_filter(items: Iterable[Sample | Rejected], environment: Environment, set
         reasons=dict(sorted(Counter(v.reason for v in verdicts if v.reason).items())),
         grounding_reported=sum(1 for v in verdicts if v.kept and v.notes),
         grounding_notes={v.id: v.notes for v in verdicts if v.kept and v.notes},
+        reasoning=reasoning_summary(verdicts),
         outputs={"validated": str(guarded.path(paths.validated)), "rejects": str(guarded.path(paths.rejects))},
         output_guard=guarded.summary(),
     )
@@ -217,6 +222,41 @@ def run_filter(items: Iterable[Sample | Rejected], environment: Environment, set
     summary.resumed = resumed[0]
     guarded.finish()
     return summary
+
+
+# rules that only read a value the query writes in another spelling ("April 3, 2026", "premium economy")
+SPELLING_RULES = frozenset({"date.spelled", "enum.words"})
+
+
+def reasoning_summary(verdicts: Sequence[Verdict]) -> dict[str, Any]:
+    """How many samples needed parameter value reasoning, how many of those were kept, and which
+    rule explained how many values (a sample rejected before the grounding check is not counted)."""
+    needing = [v for v in verdicts if any(d["rule"] not in SPELLING_RULES for d in v.derived)
+               or v.deferred or v.reason == "grounding.ungrounded_value"]
+    rejected = Counter(v.reason for v in needing if not v.kept)
+    return {
+        # a value the query implies: derived by a rule other than a mere spelling, read from a
+        # response, marked by the annotator, or that no rule explains
+        "samples": len(needing),
+        "share": round(len(needing) / len(verdicts), 4) if verdicts else 0.0,
+        "kept": sum(v.kept for v in needing),
+        "rejected": sum(not v.kept for v in needing),
+        "rejected_by_reason": dict(sorted(rejected.items())),
+        "samples_with_spelled_values_only": sum(bool(v.derived) and v not in needing for v in verdicts),
+        "deferred_to_semantic": sum(bool(v.deferred) for v in verdicts),
+        "deferred_rejected": sum(bool(v.deferred) and not v.kept for v in verdicts),
+        "values_by_rule": dict(sorted(Counter(d["rule"] for v in verdicts for d in v.derived).items())),
+    }
+
+
+def _with_derivations(sample: Sample, static: Verdict) -> Sample:
+    """The kept sample, saying how its implied argument values were found (meta.grounding)."""
+    if not static.derived and not static.deferred:
+        return sample
+    grounding = {"derived": static.derived}
+    if static.deferred:
+        grounding["left_to_semantic_check"] = static.deferred
+    return sample.model_copy(update={"meta": {**sample.meta, "grounding": grounding}})
 
 
 def _decide_batch(batch: Sequence[tuple[str, Sample | Rejected]], environment: Environment,
@@ -229,7 +269,7 @@ def _decide_batch(batch: Sequence[tuple[str, Sample | Rejected]], environment: E
             yield key, {"key": key, "verdict": verdict.to_json(), "sample": item.raw}
             continue
         try:
-            verdict = static_verdict(item, settings)
+            verdict = static_verdict(item, settings, semantic_check is not None)
         except Exception as exc:  # one sample the checks cannot handle must not stop the others
             verdict = Verdict(item.id, FilterCategory.FAILED_FORMAT, "format.unprocessable", f"{type(exc).__name__}: {exc}")
         if not verdict.kept:
@@ -244,7 +284,8 @@ def _decide_batch(batch: Sequence[tuple[str, Sample | Rejected]], environment: E
     for index, (key, sample, static) in enumerate(to_run):
         sample_runs = [attempt[index] for attempt in runs]
         verdict = execution_verdict(sample, sample_runs, comparison, static.notes)
-        decided.append((key, verdict, sample_runs[0].sample if verdict.kept else sample))
+        verdict.derived, verdict.deferred = static.derived, static.deferred
+        decided.append((key, verdict, _with_derivations(sample_runs[0].sample, static) if verdict.kept else sample))
     if semantic_check is not None:  # last and dearest: only what executed is asked about
         passed = [(key, verdict, kept) for key, verdict, kept in decided if verdict.kept]
         for (_, verdict, _), (_, reason, detail) in zip(passed, semantic_check([kept for _, _, kept in passed])):

@@ -15,6 +15,7 @@ from annotate.checks import check_correction
 from annotate.configs import SENIOR, PredictionValidator, load_config
 from annotate.problems import ProblemCode
 from annotate.tasks import (DraftUnavailable, JuniorAnswer, SeniorAnswer, ToolCatalog, build_junior_correction,
+                            format_path_json,
                             build_senior_correction, choices_result, content_hash, draft_of, format_arguments_json,
                             junior_task, read_result, senior_task, textarea_result)
 from fcbench.sample import Sample, sample_to_dict
@@ -317,3 +318,18 @@ def test_junior_fills_a_stage3_style_candidate_without_responses(drafts, travel_
     assert outcome.ok, outcome.problems
     assert outcome.sample.calls[1][0].response["data"]["destination"]["name"] == "Berlin"
     assert outcome.sample.calls[1][0].response["data"]["nights"] == 3
+
+
+def test_an_annotator_marks_an_implied_value_as_derived_with_its_reason(drafts) -> None:
+    draft = drafts["hotels-paris"]
+    path = json.loads(format_path_json(draft.calls))
+    first = path[-1][0]
+    name = next(iter(first["arguments"]))
+    first["derived"] = {name: "the week the user names, counted from its first day"}
+    outcome = corrected(draft, answer(senior_task(draft), "fix", path=json.dumps(path)))
+    assert outcome.ok, outcome.problems
+    assert outcome.sample.meta["derived"] == [
+        {"label": first["label"], "parameter": name, "reason": "the week the user names, counted from its first day"}]
+    first["derived"] = {"no_such_argument": "why"}
+    bad = corrected(draft, answer(senior_task(draft), "fix", path=json.dumps(path)))
+    assert [p.code for p in bad.problems] == [ProblemCode.BAD_SHAPE] and "no_such_argument" in bad.problems[0].message
