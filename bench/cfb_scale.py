@@ -311,15 +311,15 @@ def write_synthetic(root: Path, samples: int) -> Path:
 
 # ------------------------------------------------------------------------------- a declared pipeline
 def copy_pipeline(root: Path, name: str) -> Path:
-    """The pipelines file and the pipeline's dataset folder (without its build) under root."""
+    """The pipelines file and every dataset folder (without their builds) under root: a pipeline's
+    files may use another's (travel-full's tools build on datasets/travel/tools.py)."""
     from fcbench.config import load_pipelines
 
     config = load_pipelines(REPO / "pipelines.yaml")
     if name not in config.pipelines:
         raise SystemExit(f"no pipeline {name!r} in pipelines.yaml (declared: {', '.join(config.pipelines)}); "
                          f"try --pipeline travel or --synthetic 1000")
-    dataset_dir = config.pipelines[name].dataset_dir
-    shutil.copytree(REPO / dataset_dir, root / dataset_dir, ignore=shutil.ignore_patterns("build"))
+    shutil.copytree(REPO / "datasets", root / "datasets", ignore=shutil.ignore_patterns("build"))
     shutil.copy(REPO / "pipelines.yaml", root / "pipelines.yaml")
     return root / "pipelines.yaml"
 
