@@ -50,10 +50,11 @@ def draft_fingerprints(drafts_file: Path) -> dict[str, str] | None:
 
 
 def refuse_stale_drafts(outcomes: Sequence[TaskOutcome], drafts_file: Path,
-                        current: dict[str, str] | None = None) -> None:
+                        current: dict[str, str] | None = None, catalog: ToolCatalog | None = None) -> None:
     """Turn every gold outcome whose task's draft is not in the current drafts (by id and content)
     into a `stale_draft` reject. No drafts file at all: nothing to compare with, nothing refused.
-    `current` (from `draft_fingerprints`) saves reading the file again."""
+    `current` (from `draft_fingerprints`) saves reading the file again; `catalog` unpacks the tools
+    a task carries by hash. A task whose draft cannot be rebuilt cannot be compared: refused too."""
     current = current if current is not None else draft_fingerprints(drafts_file)
     if current is None:
         return
@@ -61,9 +62,12 @@ def refuse_stale_drafts(outcomes: Sequence[TaskOutcome], drafts_file: Path,
         if outcome.status != "gold":
             continue
         try:
-            annotated = draft_of(outcome.task_data)
-        except ValueError:
-            annotated = None
+            annotated = draft_of(outcome.task_data, catalog)
+        except ValueError as exc:
+            outcome.status, outcome.sample = "rejected", None
+            outcome.problems = [Problem(ProblemCode.STALE_DRAFT, f"the task's draft cannot be rebuilt to compare it with "
+                                                                 f"{drafts_file.name} ({exc}); push again")]
+            continue
         if annotated is None:
             continue
         if annotated.id not in current:

@@ -102,7 +102,7 @@ def run_stage2_pull(pipeline: PipelineConfig, from_export: Path | None = None, s
     outcomes = check_tasks(pipeline, fetched, STAGE2_KIND, senior_builder, "stage2")
     files = Stage2Files.in_dir(pipeline.build_dir)
     if not allow_stale:
-        refuse_stale_drafts(outcomes, files.drafts)
+        refuse_stale_drafts(outcomes, files.drafts, catalog=annotation_catalog(pipeline))
     report = write_pull_outputs(files, outcomes, fetched.source)
     if send_back:
         send_back_to_annotators(fetched, outcomes, report)

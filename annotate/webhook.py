@@ -178,7 +178,7 @@ class LiveChecker:
             if environment is not self._shared:
                 environment.close()
         if data["kind"] == STAGE2_KIND:  # as stage2 pull does (without --allow-stale)
-            refuse_stale_drafts(outcomes, self.drafts_file, self._current_drafts())
+            refuse_stale_drafts(outcomes, self.drafts_file, self._current_drafts(), self.catalog)
         return check_from_outcome(outcomes[0], annotation, annotator, _now())
 
     @property

@@ -137,3 +137,30 @@ def test_the_amadeus_export_raises_no_warning_on_drafts_accepted_without_disambi
     assert shown_at_push > 30  # what the export's tasks carried, made by the previous rule
     assert (warnings["samples"], warnings["warnings"], warnings["ambiguities"]) == (14, 0, 0)
     assert warnings["precision"] is None and warnings["recall"] is None  # nothing raised, nothing to find
+
+
+def test_tasks_carrying_tools_by_catalog_hash_are_checked_for_staleness_too(tmp_path) -> None:
+    """The amadeus tasks carry their tools as hashes into the pipeline's catalog: the stale-draft
+    check must unpack them with that catalog (it used to give up and let every annotation through)."""
+    from annotate.pulling import annotation_catalog
+    from annotate.tasks import draft_of
+    from fcbench.sample import sample_to_dict
+
+    file = tmp_path / "pipelines.yaml"
+    file.write_text(f"pipelines:\n  amadeus:\n    dataset_dir: {tmp_path / 'dataset'}\n    seed: 1\n"
+                    f"    tools: {REPO / 'datasets/amadeus/tools.json'}\n    environment:\n      kind: http\n"
+                    f"      responses: {REPO / 'datasets/amadeus/recorded.json'}\n", encoding="utf-8")
+    pipeline = load_pipelines(file).get_pipeline("amadeus")
+    export = REPO / "datasets" / "amadeus" / "annotations" / "stage2_export.json"
+    tasks = json.loads(export.read_text())
+    catalog = annotation_catalog(pipeline)
+    lines = [sample_to_dict(draft_of(task["data"], catalog)) for task in tasks]
+    changed = lines[1]["id"]  # (the first task's annotator rejected the draft: not gold anyway)
+    lines[1]["messages"][-1]["content"] += " (asked again by another stage1 run)"
+    drafts = Stage2Files.in_dir(pipeline.build_dir).drafts
+    drafts.parent.mkdir(parents=True, exist_ok=True)
+    drafts.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    report = run_stage2_pull(pipeline, from_export=export)
+    assert report.reasons.get("stale_draft") == 1 and report.counts["gold"] == 13
+    stale = [row for row in read_lines(Stage2Files.in_dir(pipeline.build_dir).rejects) if row["reason"] == "stale_draft"]
+    assert [row["id"] for row in stale] == [changed]
