@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from annotate.error_types import DraftError
+from fcbench.config import COMPLEXITIES
 from fcbench.errors import UserError
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "label_config"
@@ -70,7 +71,13 @@ QA_REVIEW = ConfigSpec(
     data_fields=frozenset({"review_html"}),
     choice_values={"qa_verdict": frozenset({"gold_correct", "gold_wrong"}), "error_flags": FLAG_VALUES},
 )
-SPECS = {spec.file_name: spec for spec in (SENIOR, JUNIOR, QA_REVIEW)}
+CONVERSATION = ConfigSpec(
+    "stage2_conversation.xml",
+    controls={"verdict": "Choices", "conversation_json": "TextArea", "complexities": "Choices", "notes": "TextArea"},
+    data_fields=frozenset({"feedback_html", "scenario_html", "conversation_html"}),
+    choice_values={"verdict": VERDICTS, "complexities": frozenset(COMPLEXITIES)},
+)
+SPECS = {spec.file_name: spec for spec in (SENIOR, JUNIOR, QA_REVIEW, CONVERSATION)}
 
 
 def load_config(spec: ConfigSpec, directory: Path | None = None) -> str:

@@ -3,7 +3,7 @@
 `json` reports where the parser gave up, in its own words: a path missing one `]` reads
 "Expecting ',' delimiter", pointing far from the bracket. Brackets are checked first (outside
 strings), so an unclosed or unmatched bracket is named with the line and column where it was
-opened or found; anything else keeps the parser's message with its line, column and the line's text.
+opened or found; anything else keeps the parser's message with its line and column.
 Pure; no I/O.
 """
 
@@ -14,7 +14,6 @@ import json
 _CLOSING = {"[": "]", "{": "}"}
 _OPENING = {"]": "[", "}": "{"}
 _NAMES = {"[": "bracket '['", "{": "brace '{'", "]": "bracket ']'", "}": "brace '}'"}
-MAX_LINE_SHOWN = 80
 _BRACKET_SYMPTOMS = {"Expecting ',' delimiter", "Extra data"}
 
 
@@ -26,7 +25,7 @@ def describe_json_error(text: str, error: json.JSONDecodeError) -> str:
     bracket = bracket_problem(text) if about_brackets else None
     if bracket is not None:
         return f"{bracket} (the JSON reader stopped at {where})"
-    return f"{error.msg} at {where}{_near(text, error.lineno)}"
+    return f"{error.msg} at {where}"
 
 
 def bracket_problem(text: str) -> str | None:
@@ -70,13 +69,3 @@ def bracket_problem(text: str) -> str | None:
         return (f"a closing '{missing}' is missing: the {_NAMES[opened]} opened at line {at_line} column "
                 f"{at_column} is never closed")
     return None
-
-
-def _near(text: str, lineno: int) -> str:
-    lines = text.splitlines()
-    if not 1 <= lineno <= len(lines):
-        return ""
-    shown = lines[lineno - 1].strip()
-    if len(shown) > MAX_LINE_SHOWN:
-        shown = shown[:MAX_LINE_SHOWN - 1] + "…"
-    return f" (line {lineno}: {shown})"

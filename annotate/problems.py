@@ -30,6 +30,13 @@ class ProblemCode(str, Enum):
     STALE_DRAFT = "stale_draft"  # the task's draft is not the current drafts.jsonl's (another stage1 run)
     BAD_FORM = "bad_form"  # a call form that cannot be read (no label, bad step number, a value not of its type)
     CONFLICTING_EDITS = "conflicting_edits"  # the forms and the raw JSON were both changed and disagree
+    # conversations (annotate/conversation_tasks.py)
+    EMPTY_CONVERSATION = "empty_conversation"  # every turn deleted, or no user turn
+    NO_DIALOG_ACT = "no_dialog_act"  # an agent turn tagged with no dialog act
+    UNKNOWN_DIALOG_ACT = "unknown_dialog_act"
+    DIALOG_ACT_MISMATCH = "dialog_act_mismatch"  # calls without agent_function_calling, or the reverse
+    COMPLEXITY_MISSING = "complexity_missing"  # a complexity the scenario requires does not occur
+    TOO_FEW_TURNS = "too_few_turns"  # fewer user turns than the scenario's minimum
 
 
 # Codes that are the annotator's own decision or a skip: never sent back, never "fixed".

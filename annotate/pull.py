@@ -12,6 +12,7 @@ the task. Other submitted annotations of the same task are compared with it for 
 
 from __future__ import annotations
 
+import gzip
 import json
 import time
 from dataclasses import dataclass, field, replace
@@ -281,11 +282,15 @@ def with_provenance(sample: Sample, annotation: AnnotationInfo, stage: str, data
 
 # ------------------------------------------------------------------------------------ export sources
 def read_export_file(path: Path) -> list[dict[str, Any]]:
-    """A Label Studio JSON export (a list of task objects), as downloaded from the UI or the API."""
+    """A Label Studio JSON export (a list of task objects), as downloaded from the UI or the API, or gzipped."""
     from fcbench.errors import UserError
 
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        # a gzip-compressed export (.json.gz) is read as it is: exports of long-response tasks are large
+        raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+        value = json.loads(raw.decode("utf-8"))
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: not a readable Label Studio JSON export ({exc})") from None
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}: not a Label Studio JSON export ({exc.msg} at line {exc.lineno})") from None
     if not isinstance(value, list):

@@ -4,13 +4,15 @@ from the server or an export, checking them, sending broken ones back, and the p
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from annotate import render
 from annotate.client import Connection, open_client, resolve_connection, server_errors
-from annotate.problems import ProblemCode
+from annotate.problems import Problem, ProblemCode
 from annotate.pull import TaskOutcome, export_snapshot, process_tasks, read_export_file, user_emails
 from annotate.push import find_project, update_task_data
 from annotate.live_check import verdict_of
@@ -21,7 +23,7 @@ from fcbench.context import pipeline_catalog
 from fcbench.environments import Environment
 from fcbench.errors import UserError
 from fcbench.formats import Rejected, read_samples
-from fcbench.sample import Sample
+from fcbench.sample import Sample, sample_to_dict
 
 
 def read_canonical(path: Path, what: str) -> tuple[list[Sample], list[Rejected]]:
@@ -29,6 +31,53 @@ def read_canonical(path: Path, what: str) -> tuple[list[Sample], list[Rejected]]
         raise UserError(f"{path}: no such file ({what})")
     items = list(read_samples(path, "fcbench"))
     return [item for item in items if isinstance(item, Sample)], [item for item in items if isinstance(item, Rejected)]
+
+
+# ------------------------------------------------------------------------------------ stale drafts
+def draft_fingerprint(draft: Sample) -> str:
+    """What an annotator saw of a draft: its query, tools offered and path (not provenance)."""
+    shown = sample_to_dict(draft)
+    return hashlib.sha256(json.dumps({key: shown.get(key) for key in ("messages", "tools", "calls")},
+                                     sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def draft_fingerprints(drafts_file: Path) -> dict[str, str] | None:
+    """Id -> fingerprint of the current drafts; None without a drafts file (nothing to compare with)."""
+    if not drafts_file.is_file():
+        return None
+    return {draft.id: draft_fingerprint(draft) for draft in read_samples(drafts_file, "fcbench")
+            if isinstance(draft, Sample)}
+
+
+def refuse_stale_drafts(outcomes: Sequence[TaskOutcome], drafts_file: Path,
+                        current: dict[str, str] | None = None, catalog: ToolCatalog | None = None) -> None:
+    """Turn every gold outcome whose task's draft is not in the current drafts (by id and content)
+    into a `stale_draft` reject. No drafts file at all: nothing to compare with, nothing refused.
+    `current` (from `draft_fingerprints`) saves reading the file again; `catalog` unpacks the tools
+    a task carries by hash. A task whose draft cannot be rebuilt cannot be compared: refused too."""
+    current = current if current is not None else draft_fingerprints(drafts_file)
+    if current is None:
+        return
+    for outcome in outcomes:
+        if outcome.status != "gold":
+            continue
+        try:
+            annotated = draft_of(outcome.task_data, catalog)
+        except ValueError as exc:
+            outcome.status, outcome.sample = "rejected", None
+            outcome.problems = [Problem(ProblemCode.STALE_DRAFT, f"the task's draft cannot be rebuilt to compare it with "
+                                                                 f"{drafts_file.name} ({exc}); push again")]
+            continue
+        if annotated is None:
+            continue
+        if annotated.id not in current:
+            why = f"draft {annotated.id} is not in {drafts_file.name} (annotations of another stage1 run)"
+        elif current[annotated.id] != draft_fingerprint(annotated):
+            why = f"draft {annotated.id} changed since it was pushed (another stage1 run)"
+        else:
+            continue
+        outcome.status, outcome.sample = "rejected", None
+        outcome.problems = [Problem(ProblemCode.STALE_DRAFT, f"{why}; push again, or pull with --allow-stale")]
 
 
 # ------------------------------------------------------------------------------------------- push

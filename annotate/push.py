@@ -34,6 +34,7 @@ class ExistingTask:
     draft_hash: str | None
     touched: bool  # an annotation (submitted or skipped) or a saved draft exists
     data: dict[str, Any] = field(default_factory=dict, compare=False)
+    annotations: int = field(default=0, compare=False)  # submitted and skipped
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,8 @@ class PushSummary:
 def existing_from_api(item: dict[str, Any]) -> ExistingTask:
     data = item.get("data") or {}
     touched = bool(item.get("total_annotations") or item.get("cancelled_annotations") or item.get("drafts"))
-    return ExistingTask(int(item["id"]), data.get("sample_id"), data.get("draft_hash"), touched, data)
+    annotations = int(item.get("total_annotations") or 0) + int(item.get("cancelled_annotations") or 0)
+    return ExistingTask(int(item["id"]), data.get("sample_id"), data.get("draft_hash"), touched, data, annotations)
 
 
 def plan_push(tasks: Sequence[dict[str, Any]], existing: Iterable[ExistingTask]) -> list[PlannedTask]:

@@ -139,11 +139,48 @@ def _description(schema: Any) -> str:
     return schema.get("description", "") if isinstance(schema, dict) else ""
 
 
+MAX_FLAGS_SHOWN = 20  # the rest are the least likely to matter; the panel says how many
+MAX_CANDIDATES_SHOWN = 8
+CANDIDATE_VALUE_CHARS = 40
+
+
 def flags_html(flags: Sequence[Ambiguity]) -> str:
+    """The "Likely ambiguous" panel: one warning per (call, argument), most likely to change the
+    gold path first, each with its candidate entries on one line (`[0] "-2004001" ◀ draft`) and
+    what its score is made of. Pure markup for the panel; the classes are the label config's."""
     if not flags:
         return ""
-    items = "".join(f'<div class="flag">⚠ {escape(flag.message)}</div>' for flag in flags)
-    return f"<h3>Likely ambiguous</h3>{items}"
+    ranked = sorted(flags, key=lambda flag: -flag.score)  # stable: ties keep the order found
+    items = "".join(_flag_html(flag) for flag in ranked[:MAX_FLAGS_SHOWN])
+    rest = len(ranked) - MAX_FLAGS_SHOWN
+    if rest > 0:
+        items += f'<div class="muted">… {rest} lower-ranked warnings not shown</div>'
+    return (f"<h3>Likely ambiguous ({len(ranked)})</h3>"
+            '<div class="muted">most likely to change the gold path first; tick the entries to delete '
+            "below, or say in the query which one</div>" + items)
+
+
+def _flag_html(flag: Ambiguity) -> str:
+    head = escape(flag.key if flag.call else ", ".join(flag.tools) or flag.kind)
+    why = " · ".join(flag.reasons)
+    meta = f'<span class="muted">score {flag.score:.2f}{" · " + escape(why) if why else ""}</span>'
+    body = f"<div>{escape(flag.message)}</div>"
+    if flag.candidates:
+        shown = flag.candidates[:MAX_CANDIDATES_SHOWN]
+        parts = []
+        for candidate in shown:
+            index = candidate.entry[candidate.entry.rfind("["):] if "[" in candidate.entry else candidate.entry
+            value = _short(candidate.value)
+            value = value if len(value) <= CANDIDATE_VALUE_CHARS else value[:CANDIDATE_VALUE_CHARS] + "…"
+            mark = " ◀ draft" if candidate.chosen else ""
+            name = f" ({candidate.name[:CANDIDATE_VALUE_CHARS]})" if candidate.name and candidate.name != candidate.value else ""
+            text = f"{index} {value}{name}{mark}"
+            parts.append(f"<b>{escape(text)}</b>" if candidate.chosen else escape(text))
+        more = len(flag.candidates) - len(shown)
+        lists = sorted({candidate.entry[:candidate.entry.rfind("[")] for candidate in flag.candidates})
+        body += (f'<div><span class="muted">{escape(", ".join(lists))}:</span> {" · ".join(parts)}'
+                 f"{f' · … {more} more' if more > 0 else ''}</div>")
+    return f'<div class="flag">⚠ <b>{head}</b> {meta}{body}</div>'
 
 
 def draft_html(sample: Sample, flags: Sequence[Ambiguity]) -> str:

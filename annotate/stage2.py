@@ -12,31 +12,32 @@ reopened and still being fixed): pulling never loses a gold sample.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 from annotate.agreement import summarise_agreement
+from annotate.ambiguity import find_ambiguities
+from annotate.ambiguity_quality import WarningQuality, removed_ambiguities
 from annotate.client import Connection, open_client, resolve_connection, server_errors
 from annotate.call_form import FormLayout, form_xml, formable_tools, slot_count
 from annotate.configs import SENIOR
 from annotate.files import sample_lines, write_lines
-from annotate.problems import Problem, ProblemCode
+from annotate.problems import ProblemCode
 from annotate.pull import (TaskOutcome, senior_builder)
 from annotate.push import PushSummary, push_tasks
 from annotate.qa import summarise
 from annotate.select import select_drafts
 from annotate.studio import StudioConfig
-from annotate.pulling import (PullReport, check_tasks, fetch_tasks, annotation_catalog, read_canonical, send_back_to_annotators)
-from annotate.tasks import DEFAULT_MODEL_VERSION, STAGE2_KIND, draft_of, senior_task
+from annotate.pulling import (PullReport, check_tasks, fetch_tasks, annotation_catalog, read_canonical,
+                              refuse_stale_drafts, send_back_to_annotators)
+from annotate.tasks import DEFAULT_MODEL_VERSION, STAGE2_KIND, senior_task
 from fcbench.context import DRAFTS, TEMPLATES
 from fcbench.config import PipelineConfig
 from fcbench.formats import read_samples
 from fcbench.jsonl import write_json, write_json_lines
-from fcbench.sample import Sample, Tool, sample_to_dict
+from fcbench.sample import Sample, Tool
 
 
 @dataclass(frozen=True)
@@ -112,44 +113,11 @@ def run_stage2_pull(pipeline: PipelineConfig, from_export: Path | None = None, s
     outcomes = check_tasks(pipeline, fetched, STAGE2_KIND, senior_builder, "stage2")
     files = Stage2Files.in_dir(pipeline.build_dir)
     if not allow_stale:
-        refuse_stale_drafts(outcomes, files.drafts)
+        refuse_stale_drafts(outcomes, files.drafts, catalog=annotation_catalog(pipeline))
     report = write_pull_outputs(files, outcomes, fetched.source)
     if send_back:
         send_back_to_annotators(fetched, outcomes, report)
     return report
-
-
-def draft_fingerprint(draft: Sample) -> str:
-    """What an annotator saw of a draft: its query, tools offered and path (not provenance)."""
-    shown = sample_to_dict(draft)
-    return hashlib.sha256(json.dumps({key: shown.get(key) for key in ("messages", "tools", "calls")},
-                                     sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
-
-
-def refuse_stale_drafts(outcomes: Sequence[TaskOutcome], drafts_file: Path) -> None:
-    """Turn every gold outcome whose task's draft is not in the current drafts (by id and content)
-    into a `stale_draft` reject. No drafts file at all: nothing to compare with, nothing refused."""
-    if not drafts_file.is_file():
-        return
-    current = {draft.id: draft_fingerprint(draft) for draft in read_samples(drafts_file, "fcbench")
-               if isinstance(draft, Sample)}
-    for outcome in outcomes:
-        if outcome.status != "gold":
-            continue
-        try:
-            annotated = draft_of(outcome.task_data)
-        except ValueError:
-            annotated = None
-        if annotated is None:
-            continue
-        if annotated.id not in current:
-            why = f"draft {annotated.id} is not in {drafts_file.name} (annotations of another stage1 run)"
-        elif current[annotated.id] != draft_fingerprint(annotated):
-            why = f"draft {annotated.id} changed since it was pushed (another stage1 run)"
-        else:
-            continue
-        outcome.status, outcome.sample = "rejected", None
-        outcome.problems = [Problem(ProblemCode.STALE_DRAFT, f"{why}; push again, or pull with --allow-stale")]
 
 
 def _read_previous(path: Path) -> list[Sample]:
@@ -225,12 +193,15 @@ def qa_report(outcomes: Sequence[TaskOutcome]) -> dict[str, Any]:
     golds = [outcome for outcome in outcomes if outcome.diff is not None]
     agreements = [item for outcome in outcomes for item in outcome.agreements]
     samples = []
+    warnings = WarningQuality()
     for outcome in golds:
         assert outcome.diff is not None and outcome.annotation is not None
         row = outcome.diff.as_dict()
         row.update({"label_studio_task_id": outcome.task_id, "annotator": outcome.annotation.annotator,
                     "flags_ticked": list(outcome.correction.flags) if outcome.correction else [],
                     "notes": outcome.notes})
+        if outcome.correction is not None and outcome.sample is not None:
+            row.update(_warnings_against_gold(outcome, warnings))
         samples.append(row)
     agreement_rows = [{"label_studio_task_id": outcome.task_id, "id": outcome.sample_id,
                        "annotators": [outcome.annotation.annotator if outcome.annotation else None, other.annotator],
@@ -240,10 +211,22 @@ def qa_report(outcomes: Sequence[TaskOutcome]) -> dict[str, Any]:
     summary = summarise([outcome.diff for outcome in golds if outcome.diff is not None],
                         [list(outcome.correction.flags) for outcome in golds if outcome.correction],
                         [result for _, result in agreements])
+    # the warnings of today's `find_ambiguities` on each draft vs what disambiguation removed in its gold
+    summary["ambiguity_warnings"] = warnings.as_dict()
     units = [outcome.team for outcome in outcomes if outcome.team is not None]
     if units:  # a team pushed with --annotators: agreement by the team's own measures
         summary["team_agreement"] = summarise_agreement(units)
     return {"summary": summary, "samples": samples, "agreements": agreement_rows}
+
+
+def _warnings_against_gold(outcome: TaskOutcome, quality: WarningQuality) -> dict[str, Any]:
+    correction = outcome.correction
+    assert correction is not None and outcome.sample is not None
+    flags = find_ambiguities(correction.draft)
+    removed = removed_ambiguities(correction.draft, outcome.sample, correction.deletions, correction.dropped_tools)
+    quality.add(outcome.sample_id or str(outcome.task_id), flags, removed)
+    return {"ambiguity_warnings": [flag.key for flag in flags],
+            "ambiguities_removed": [{"key": item.key, "reason": item.reason} for item in removed]}
 
 
 def adjudication_rows(outcomes: Sequence[TaskOutcome]) -> list[dict[str, Any]]:

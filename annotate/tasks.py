@@ -164,8 +164,6 @@ def parse_json_field(text: str | None, field_name: str) -> tuple[Any, Problem | 
 VERDICT_FIELD = "verdict"
 REWORK_FIELD = "rework"
 ANNOTATOR_FIELD = "annotator"
-LISTING_FIELDS = ("sample_id", "domain", "n_calls", "n_steps", "n_warnings", ANNOTATOR_FIELD, VERDICT_FIELD,
-                  REWORK_FIELD)
 
 
 def listing_fields(sample: Sample, warnings: int = 0) -> dict[str, Any]:
@@ -215,8 +213,8 @@ def senior_prediction(query: str, path_json: str, model_version: str = DEFAULT_M
 
 
 def ambiguities_of(task_data: dict[str, Any]) -> list[Ambiguity]:
-    return [Ambiguity(item["kind"], item["message"], tuple(item.get("entries", ())), tuple(item.get("tools", ())))
-            for item in task_data.get("ambiguity", [])]
+    """The warnings a task was pushed with (tasks pushed before scores existed read with score 0)."""
+    return [Ambiguity.from_dict(item) for item in task_data.get("ambiguity", []) if isinstance(item, dict)]
 
 
 # -------------------------------------------------------------------------------------- stage2 pull
@@ -290,7 +288,8 @@ def build_senior_correction(draft: Sample, answer: SeniorAnswer) -> Correction:
     query = (answer.query or "").strip()
     if not query:
         problems.append(Problem(ProblemCode.EMPTY_QUERY, "the query is empty"))
-    steps = edited_path(draft, answer, problems)
+    marks: list[dict[str, str]] = []
+    steps = edited_path(draft, answer, problems, marks)
     if problems or steps is None:
         return correction
     correction.deletions, unreadable = deletions_by_label(answer.delete_entries)
@@ -301,33 +300,44 @@ def build_senior_correction(draft: Sample, answer: SeniorAnswer) -> Correction:
     gold_steps = [[_with_kept_response(call, correction.kept_from, correction.deletions) for call in step]
                   for step in steps]
     update: dict[str, Any] = {"messages": with_query(draft.messages, query), "tools": tools, "calls": gold_steps}
+    if marks:  # values the annotator says the query implies, and why (read by fcbench.grounding)
+        update["meta"] = {**draft.meta, "derived": marks}
     correction.sample = draft.model_copy(update=update)  # the new fields are new objects; the rest is read-only
     return correction
 
 
-def edited_path(draft: Sample, answer: SeniorAnswer, problems: list[Problem]) -> list[Step] | None:
+def edited_path(draft: Sample, answer: SeniorAnswer, problems: list[Problem],
+                marks: list[dict[str, str]] | None = None) -> list[Step] | None:
     """The gold path from the call forms and the raw JSON, which both start as the draft's path.
 
     Precedence: the one the annotator changed is used; neither changed: the draft's path (from the
     raw JSON, which also holds what a form cannot show); both changed: they must describe the same
     path, otherwise the task is refused as `conflicting_edits` (nobody can tell which was meant).
     A task without forms (pushed before them, or an export) is read from the raw JSON alone. What
-    the forms showed is rebuilt from the draft (pure and deterministic, so it is what push sent)."""
+    the forms showed is rebuilt from the draft (pure and deterministic, so it is what push sent).
+    Derivation marks (`marks`) are written in the raw JSON only; with the forms' path, those of its
+    calls and arguments are kept."""
     if not answer.form:
-        return parse_path(answer.path_text, problems)
+        return parse_path(answer.path_text, problems, marks)
     form = read_form(answer.form, draft.tools)
     shown_form = shown_form_fingerprint(draft.calls, FormLayout(10**6, formable_tools(draft.tools)))
     form_changed = path_fingerprint(form.steps) != shown_form or bool(form.problems)
     raw_changed = (answer.path_text or "").strip() != format_path_json(draft.calls).strip()
     if not form_changed and not raw_changed:
-        return parse_path(answer.path_text, problems)
+        return parse_path(answer.path_text, problems, marks)
+    raw_problems: list[Problem] = []
+    raw_marks: list[dict[str, str]] = []
+    raw = parse_path(answer.path_text, raw_problems, raw_marks)
     if not raw_changed:
         problems.extend(Problem(ProblemCode.BAD_FORM, message) for message in form.problems)
         if not form.steps and not form.problems:
             problems.append(Problem(ProblemCode.BAD_SHAPE, "the forms hold no call: pick a tool for at least one call"))
+        if marks is not None:
+            present = {(call.label, name) for step in form.steps for call in step for name in call.arguments}
+            marks.extend(mark for mark in raw_marks if (mark["label"], mark["parameter"]) in present)
         return None if problems else form.steps
-    raw_problems: list[Problem] = []
-    raw = parse_path(answer.path_text, raw_problems)
+    if marks is not None:
+        marks.extend(raw_marks)
     if not form_changed:
         problems.extend(raw_problems)
         return raw
@@ -349,8 +359,10 @@ def with_query(messages: list[dict[str, Any]], query: str) -> list[dict[str, Any
     return updated + [{"role": "user", "content": query}]
 
 
-def parse_path(text: str | None, problems: list[Problem]) -> list[Step] | None:
-    """The edited path: a JSON list of steps, each a list of {label, name, arguments} objects."""
+def parse_path(text: str | None, problems: list[Problem], marks: list[dict[str, str]] | None = None) -> list[Step] | None:
+    """The edited path: a JSON list of steps, each a list of {label, name, arguments} objects. A call
+    may add `"derived": {"parameter": "reason"}` for argument values the query implies without
+    writing them ("a family of four" for adults=4); those go to `marks` as {label, parameter, reason}."""
     value, problem = parse_json_field(text, "the path JSON")
     if problem is not None:
         problems.append(problem)
@@ -371,6 +383,7 @@ def parse_path(text: str | None, problems: list[Problem]) -> list[Step] | None:
             call = _parse_call(raw, f"step {s + 1} call {c + 1}", problems)
             if call is None:
                 continue
+            _read_marks(raw, call, f"step {s + 1} call {c + 1}", problems, marks)
             if call.label in labels:
                 problems.append(Problem(ProblemCode.DUPLICATE_LABEL, f"label {call.label!r} is used twice"))
             labels.add(call.label)
@@ -385,7 +398,7 @@ def _parse_call(raw: Any, where: str, problems: list[Problem]) -> Call | None:
     if not isinstance(raw, dict):
         problems.append(Problem(ProblemCode.BAD_SHAPE, f"{where} must be an object {{label, name, arguments}}"))
         return None
-    unknown = sorted(set(raw) - {"label", "name", "arguments"})
+    unknown = sorted(set(raw) - {"label", "name", "arguments", "derived"})
     if unknown:
         problems.append(Problem(ProblemCode.BAD_SHAPE, f"{where} has unexpected keys {unknown}"))
     label, name, arguments = raw.get("label"), raw.get("name"), raw.get("arguments", {})
@@ -399,6 +412,25 @@ def _parse_call(raw: Any, where: str, problems: list[Problem]) -> Call | None:
         problems.append(Problem(ProblemCode.BAD_SHAPE, f"{where} ({label}): 'arguments' must be an object"))
         return None
     return Call(label=label.strip(), name=name.strip(), arguments=arguments)
+
+
+def _read_marks(raw: dict[str, Any], call: Call, where: str, problems: list[Problem],
+                marks: list[dict[str, str]] | None) -> None:
+    derived = raw.get("derived")
+    if derived is None:
+        return
+    if not isinstance(derived, dict) or not all(isinstance(reason, str) and reason.strip() for reason in derived.values()):
+        problems.append(Problem(ProblemCode.BAD_SHAPE, f"{where} ({call.label}): 'derived' must map each derived "
+                                                       "argument to the reason it follows from the query"))
+        return
+    unknown = sorted(set(derived) - set(call.arguments))
+    if unknown:
+        problems.append(Problem(ProblemCode.BAD_SHAPE, f"{where} ({call.label}): 'derived' names arguments the call "
+                                                       f"does not have: {unknown}"))
+        return
+    if marks is not None:
+        marks.extend({"label": call.label, "parameter": name, "reason": reason.strip()}
+                     for name, reason in derived.items())
 
 
 def _tool_problems(steps: Sequence[Step], draft: Sample, dropped: set[str]) -> list[Problem]:

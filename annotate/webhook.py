@@ -19,8 +19,9 @@ worker reads the task and its annotations back from the server, checks each anno
 (id + hash of its content, `live_check.annotation_key`) has no stored result yet, and before
 writing reads the annotations again: if one changed meanwhile, nothing is written and the task is
 checked again. A webhook delivered twice finds every key already checked and writes nothing. A
-receiver that is down or slow loses nothing: `pull` reads every annotation anyway and decides;
-the live result is only a preview of pull's verdict.
+receiver that is down or slow loses nothing: `pull` reads every annotation anyway and decides
+(the live result is only a preview of pull's verdict, stale drafts refused as pull refuses them),
+and a receiver that starts queues the tasks with more annotations than checks.
 
 Sending a task back to its annotator (Label Studio's open-source queue has no "rework" state): the
 receiver adds an empty skipped annotation by that annotator (a marker, listed in the task data;
@@ -51,14 +52,17 @@ from typing import Any, Callable, Mapping, Sequence
 
 from annotate.client import Connection, open_client
 from annotate.rework import REWORK_MARKERS_FIELD, real_annotations, server_task, sync_rework
-from annotate.live_check import (ACTIONS, BadEvent, LiveCheck, annotation_key,
+from annotate.push import find_project, list_tasks
+from annotate.live_check import (ACTIONS, LIVE_CHECKS_FIELD, BadEvent, LiveCheck, annotation_key,
                                  check_from_outcome, parse_event, stored_checks, task_view)
 from annotate.pull import junior_builder, process_tasks, senior_builder
-from annotate.pulling import LazyEnvironment, annotation_catalog, drafts_in_tasks, pipeline_environment
+from annotate.pulling import (LazyEnvironment, annotation_catalog, draft_fingerprints, drafts_in_tasks,
+                              pipeline_environment, refuse_stale_drafts)
 from annotate.studio import StudioConfig, StudioError
 from annotate.tasks import JUNIOR_KIND, STAGE2_KIND, ToolCatalog
 from annotate.team import ASSIGNED_FIELD, ASSIGNED_IDS_FIELD, OVERLAP_FIELD
 from fcbench.config import PipelineConfig
+from fcbench.context import DRAFTS
 from fcbench.localhost import LOOPBACK, free_port, port_is_free, read_private_json, write_private_json
 
 WEBHOOK_PATH = "/fcbench-webhook"
@@ -102,6 +106,7 @@ class LiveChecker:
         self._shared: LazyEnvironment | None = None
         if pipeline.tools_path is not None:
             self._shared = pipeline_environment(pipeline, lambda: [])
+        self._drafts: tuple[tuple[int, int], dict[str, str] | None] | None = None  # (file stat, fingerprints)
 
     def close(self) -> None:
         if self._shared is not None:
@@ -162,9 +167,8 @@ class LiveChecker:
                 if key not in (ASSIGNED_FIELD, ASSIGNED_IDS_FIELD, OVERLAP_FIELD)}  # this annotation, not the team's
         builder, stage = KINDS[data["kind"]]
         alone = {"id": task["id"], "project": task.get("project"), "data": data, "annotations": [dict(annotation)]}
-        annotator = self.annotator(annotation.get("completed_by"))
+        annotator = self.annotator(annotation.get("completed_by"))  # a user object, or an id in older servers
         users = {annotation["completed_by"]: annotator} if isinstance(annotation.get("completed_by"), int) else {}
-        # (the task API expands completed_by to the user; pull's reader takes either form)
         environment = self._shared or pipeline_environment(self.pipeline,
                                                             lambda: drafts_in_tasks([alone], self.catalog))
         try:
@@ -173,9 +177,24 @@ class LiveChecker:
         finally:
             if environment is not self._shared:
                 environment.close()
+        if data["kind"] == STAGE2_KIND:  # as stage2 pull does (without --allow-stale)
+            refuse_stale_drafts(outcomes, self.drafts_file, self._current_drafts(), self.catalog)
         return check_from_outcome(outcomes[0], annotation, annotator, _now())
 
-    # -- the annotator's queue
+    @property
+    def drafts_file(self) -> Path:
+        return self.pipeline.build_dir / DRAFTS
+
+    def _current_drafts(self) -> dict[str, str] | None:
+        """The current drafts' fingerprints, read again only when the file changed."""
+        try:
+            stat = self.drafts_file.stat()
+        except FileNotFoundError:
+            return None
+        key = (stat.st_mtime_ns, stat.st_size)
+        if self._drafts is None or self._drafts[0] != key:
+            self._drafts = (key, draft_fingerprints(self.drafts_file))
+        return self._drafts[1]
 
 
 # ----------------------------------------------------------------------------- registration
@@ -196,13 +215,11 @@ def register_webhook(client: Any, project_id: int, url: str, secret: str) -> str
             and (first.headers or {}).get(SECRET_HEADER) == secret and first.send_payload)
     if same:
         return "kept"
-    client.webhooks.update(id_=first.id, **{key: value for key, value in settings.items() if key != "project"})
+    client.webhooks.update(id=first.id, **{key: value for key, value in settings.items() if key != "project"})
     return "updated"
 
 
 def project_ids(client: Any, titles: Sequence[str]) -> dict[str, int]:
-    from annotate.push import find_project
-
     found = {}
     for title in titles:
         project = find_project(client, title)
@@ -247,6 +264,8 @@ class Receiver:
             with self.lock:
                 self.counters["refused"] += 1
             return 400, {"error": str(exc)}
+        if event.project_id is not None and event.project_id not in self.registered:
+            return 200, {"queued": False, "ignored": "not a project of this pipeline"}
         return 200, {"queued": self.enqueue(event.task_id)}
 
     def enqueue(self, task_id: int, attempt: int = 0) -> bool:
@@ -307,15 +326,32 @@ class Receiver:
                      + (f", released for users {result.released_for}" if result.released_for else ""))
 
     def register(self) -> None:
-        """Register the webhook on every project of the pipeline that exists now."""
+        """Register the webhook on every project of the pipeline that exists now, and queue the
+        tasks annotated while no receiver listened (more annotations than checks)."""
         try:
             for title, project_id in project_ids(self.checker.client, self.titles).items():
                 if project_id not in self.registered:
                     done = register_webhook(self.checker.client, project_id, self.url, self.secret)
                     self.registered[project_id] = title
-                    self.log(f"webhook {done} on project {project_id} ({title})")
+                    missed = [task.id for task in list_tasks(self.checker.client, project_id)
+                              if task.annotations > len(task.data.get(LIVE_CHECKS_FIELD) or {})]
+                    for task_id in missed:
+                        self.enqueue(task_id)
+                    self.log(f"webhook {done} on project {project_id} ({title}); {len(missed)} tasks to catch up on")
         except Exception as exc:  # noqa: BLE001 (the server may be restarting: try again next round)
             self.log(f"registering the webhook failed ({type(exc).__name__}: {exc}); trying again")
+
+    def deactivate(self) -> None:
+        """Switch our webhooks off on the way out: Label Studio would otherwise keep sending
+        annotations to a port some other program may listen on later (best effort: the server
+        may be gone already; the next start switches them on again)."""
+        for project_id in sorted(self.registered):
+            try:
+                for hook in self.checker.client.webhooks.list(project=project_id):
+                    if hook.url == self.url:
+                        self.checker.client.webhooks.update(id=hook.id, is_active=False)
+            except Exception as exc:  # noqa: BLE001 (stopping must not fail on a server that stopped first)
+                self.log(f"could not switch off the webhook of project {project_id}: {type(exc).__name__}")
 
     def _register_loop(self) -> None:
         while not self.stopping.wait(REGISTER_EVERY_S):
@@ -453,6 +489,7 @@ def serve_receiver(studio: StudioConfig, pipeline: PipelineConfig, titles: Seque
     receiver.log(f"receiving at {receiver.url} for pipeline {pipeline.name}")
     stop.wait()
     receiver.stop()
+    receiver.deactivate()
 
 
 def start_receiver(studio: StudioConfig, pipeline_name: str, pipelines_file: Path, port: int = 0,

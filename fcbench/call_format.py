@@ -9,6 +9,7 @@ wrong type.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
@@ -116,6 +117,10 @@ def _has_json_type(value: Any, type_name: str) -> bool:
     if type_name == "string":
         return isinstance(value, str)
     if type_name == "integer":
+        # JSON Schema: "integer" is any number with a zero fractional part, so 2.0 is an integer
+        # (a model writing `"adults": 2.0` wrote the right value).
+        if isinstance(value, float):
+            return math.isfinite(value) and value.is_integer()
         return isinstance(value, int) and not isinstance(value, bool)
     if type_name == "number":
         return isinstance(value, (int, float)) and not isinstance(value, bool)

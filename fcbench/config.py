@@ -60,7 +60,9 @@ class RayConfig(_Config):
 class EnvironmentConfig(_Config):
     """Where tool calls are executed: Python implementations, recorded responses, or an HTTP API."""
 
-    kind: Literal["python", "recorded", "http"]
+    # simulated: no implementation; the pipeline's LLM answers each call from the tool's
+    # description and output schema (CONFETTI's response simulator), every answer cached
+    kind: Literal["python", "recorded", "http", "simulated"]
     module: str | None = None  # python: the file implementing the tools
     responses: str | None = None  # recorded: the recorded-calls file; http: the store it records into / replays
     base_url: str | None = None  # http: the API the tools call (replaces each description's server URL)
@@ -84,8 +86,8 @@ class EnvironmentConfig(_Config):
     def _kind_has_its_source(self) -> EnvironmentConfig:
         # http: calls are replayed from `responses` unless a run records (`--record`), so the store is
         # what it needs; the server comes from base_url(s) or the descriptions
-        needed = {"python": "module", "recorded": "responses", "http": "responses"}[self.kind]
-        if getattr(self, needed) is None:
+        needed = {"python": "module", "recorded": "responses", "http": "responses", "simulated": None}[self.kind]
+        if needed is not None and getattr(self, needed) is None:
             raise ValueError(f"environment kind {self.kind!r} needs {needed!r}")
         if self.backend == "ray" and self.kind != "python":
             raise ValueError(f"backend 'ray' runs python tools; kind {self.kind!r} needs backend 'local'")
@@ -124,6 +126,9 @@ class LLMConfig(_Config):
     max_tokens: int = Field(1024, gt=0, le=1_000_000)
     concurrency: int = Field(4, ge=1, le=10_000)
     max_retries: int = Field(5, ge=0, le=100)
+    # The model's context window in tokens (cl100k_base, fcbench.tokens): `evaluate` sends no
+    # request above it and records that sample as `context_overflow`. None: no limit is checked.
+    context_window: int | None = Field(None, gt=0, le=100_000_000)
     prices: PricesConfig = Field(default_factory=PricesConfig)
     # online: one HTTP request per call; batch: the stage's requests go through the Batch API
     # (half the price, answers within the completion window), into the same request cache.
@@ -145,6 +150,8 @@ class Stage1Config(_Config):
     tool_subset_sizes: list[int] = Field(default_factory=lambda: [3, 5])
     cross_domain_ratio: float = Field(0.0, ge=0, le=1)
     max_steps: int = Field(6, ge=1, le=100)
+    # offline sampler: a goal tool weighs its chain length to this power (higher: deeper paths)
+    chain_bias: float = Field(2.0, ge=0, le=10)
 
     @field_validator("tool_subset_sizes")
     @classmethod
@@ -224,6 +231,63 @@ class ExportConfig(_Config):
         return self
 
 
+# The conversation complexities of CONFETTI (Alkhouli et al.): what makes a conversation hard.
+COMPLEXITIES = ("follow_up", "goal_correction", "goal_switching", "ambiguous_goal", "implicit_goal",
+                "overfilled_parameters", "underfilled_parameters", "execution_exception")
+
+
+class ConversationConfig(_Config):
+    """`kind: conversation` pipelines (CONFETTI-style): scenarios sampled from the catalog, then
+    whole conversations drafted by a user simulator and an agent playing each scenario."""
+
+    scenarios: int = Field(20, ge=1, le=10_000_000)
+    api_subset_sizes: list[int] = Field(default_factory=lambda: [3, 4])  # APIs offered per scenario
+    # target share of each required complexity over the scenarios (shares sum to 1; every
+    # scenario gets at least one complexity, counts follow the shares by largest remainder)
+    complexities: dict[str, float] = Field(default_factory=lambda: {"underfilled_parameters": 1.0})
+    reference_time: str = "2025-06-01T09:00:00"  # the conversation's "now" (ISO 8601), stated in the scenario
+    min_turns: int = Field(2, ge=1, le=100)  # user turns a conversation must have
+    max_turns: int = Field(12, ge=2, le=200)  # turn cap: a simulator still talking after this is rejected (turn_cap)
+    offline: bool = False  # True: template scenarios and the rule-based simulator, no LLM
+    value_pools: str | None = None  # offline: the values users state (default: stages.stage3.value_pools)
+
+    @field_validator("complexities")
+    @classmethod
+    def _known_complexities(cls, shares: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(set(shares) - set(COMPLEXITIES))
+        if unknown:
+            raise ValueError(f"unknown complexity {unknown[0]!r}, known: {', '.join(COMPLEXITIES)}")
+        if not shares or any(not 0 < share <= 1 for share in shares.values()):
+            raise ValueError("expected at least one complexity, each with a share in (0, 1]")
+        if not math.isclose(sum(shares.values()), 1.0, abs_tol=1e-9):
+            raise ValueError(f"complexity shares must sum to 1, got {sum(shares.values()):g}")
+        return shares
+
+    @field_validator("api_subset_sizes")
+    @classmethod
+    def _api_sizes(cls, sizes: list[int]) -> list[int]:
+        if not sizes or any(size < 1 or size > 100 for size in sizes):
+            raise ValueError("expected a non-empty list of sizes, each from 1 to 100 APIs")
+        return sizes
+
+    @field_validator("reference_time")
+    @classmethod
+    def _iso_time(cls, value: str) -> str:
+        from datetime import datetime
+
+        try:
+            datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"expected an ISO 8601 date and time, got {value!r}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _cap_above_minimum(self) -> ConversationConfig:
+        if self.max_turns < self.min_turns:
+            raise ValueError(f"max_turns ({self.max_turns}) is below min_turns ({self.min_turns})")
+        return self
+
+
 class StagesConfig(_Config):
     stage1: Stage1Config = Field(default_factory=Stage1Config)
     stage2: Stage2Config = Field(default_factory=Stage2Config)
@@ -242,12 +306,32 @@ class PipelineConfig(_Config):
     # a stage keeps its previous output when the new one has fewer samples than this share of it
     # (fcbench.output_guard; --force replaces it anyway)
     min_output_share: float = Field(0.5, ge=0, le=1)
+    # a file read by this pipeline's stages whose share of unreadable lines is above this is refused
+    # as a whole (fcbench.jsonl's bad-line policy; `build-dataset --max-bad-share` overrides it)
+    max_bad_line_share: float = Field(0.5, ge=0, le=1)
     environment: EnvironmentConfig | None = None
     llm: LLMConfig | None = None
+    # the LLM that judges `evaluate` (ComplexEval call equivalence, completeness, correctness: the
+    # paper used GPT-4o); none: rule-based stand-ins, and the scores say so first
+    judge: LLMConfig | None = None
     stages: StagesConfig = Field(default_factory=StagesConfig)
+    # single: one query -> one gold path (stage1 .. stage3); conversation: CONFETTI-style
+    # multi-turn conversations cut into turn-level samples (its own stages, fcbench.pipeline)
+    kind: Literal["single", "conversation"] = "single"
+    conversation: ConversationConfig | None = None
 
     _name: str = PrivateAttr("")
     _base_dir: Path = PrivateAttr(Path("."))
+
+    @model_validator(mode="after")
+    def _conversation_settings(self) -> PipelineConfig:
+        if self.kind == "conversation" and self.conversation is None:
+            self.conversation = ConversationConfig()
+        if self.kind == "single" and self.conversation is not None:
+            raise ValueError("`conversation:` settings need `kind: conversation`")
+        if self.environment is not None and self.environment.kind == "simulated" and self.llm is None:
+            raise ValueError("environment kind 'simulated' answers calls with the LLM: add an `llm:` block")
+        return self
 
     @property
     def name(self) -> str:

@@ -19,7 +19,7 @@ import pyarrow as pa
 import yaml
 
 from fcbench.sample import Provenance
-from fcbench.stats import DatasetStats
+from fcbench.stats import TABLE_COLUMNS, DatasetStats, hardness_lines, table_rows
 
 # Hugging Face's size_categories buckets: (exclusive upper bound, label).
 _SIZE_BUCKETS = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
@@ -228,8 +228,9 @@ def _construction_section(info: CardInfo) -> list[str]:
 
 def _statistics_section(stats: DatasetStats) -> list[str]:
     lines = ["## Statistics", ""]
-    lines += _table(["domain", "samples", "avg steps", "avg calls"],
-                    [[row.domain, row.samples, f"{row.avg_steps:.2f}", f"{row.avg_calls:.2f}"] for row in stats.domains])
+    lines += _table(list(TABLE_COLUMNS), table_rows(stats))
+    lines += [f"- {line}" for line in hardness_lines(stats)] + [""]
+    lines += _table([f"context tokens ({stats.encoding})", "samples"], [[k, v] for k, v in stats.context_histogram.items()])
     lines += _table(["difficulty (from the gold path)", "samples"], [[k, v] for k, v in stats.difficulty.items()])
     if stats.published_difficulty:
         lines += _table(["difficulty (as published)", "samples"],

@@ -44,6 +44,8 @@ from fcbench.dataset_card import CardInfo, ProvenanceTally, SplitInfo, render_ca
 from fcbench.errors import UserError
 from fcbench.formats import FORMATS, FormatError, FormatOptions, Rejected, read_samples, write_samples
 from fcbench.jsonl import dumps_line, iter_json_lines, write_json
+from fcbench.output_guard import count_lines, guard_counts
+from fcbench.progress import StageProgress
 from fcbench.sample import Sample, sample_from_dict, sample_to_dict
 from fcbench.rows import COLUMN_DOCS, PARQUET_SCHEMA, SHAPE_COLUMNS, row_chars, sample_to_row
 from fcbench.splits import assign_split, template_key
@@ -180,6 +182,7 @@ class ExportSummary:
     formats: dict[str, dict[str, Any]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     outputs: dict[str, str] = field(default_factory=dict)
+    replaced: dict[str, Any] = field(default_factory=dict)  # what became of the previous export (output_guard)
 
     @property
     def rejected(self) -> int:
@@ -195,6 +198,7 @@ class ExportSummary:
             "formats": self.formats,
             "warnings": self.warnings,
             "outputs": self.outputs,
+            "output_guard": self.replaced,
         }
 
 
@@ -274,9 +278,7 @@ class _Exporter:
         self.rejects_tmp = work_dir / ".rejects.jsonl"
 
     def samples(self) -> Iterator[Sample | Rejected]:
-        """Export each sample as it is read, and hand it on (compute_stats measures it).
-
-        Statistics and the export share one pass over the file, so it is read and parsed once."""
+        """Export each sample as it is read, and hand it on."""
         config = self.settings.config
         with open(self.rejects_tmp, "w", encoding="utf-8") as rejects:
             for item in read_validated(self.source):
@@ -351,6 +353,55 @@ class _Exporter:
             shutil.rmtree(self.canonical_dir)
 
 
+def export_stats(source: Path) -> DatasetStats:
+    """The card's statistics of what the export reads: the same items read_validated yields
+    (duplicate ids and bad lines counted as rejects), measured one at a time."""
+    return compute_stats(item if isinstance(item, Sample) else Rejected(f"{source}:{item.line_no}", item.reason)
+                         for item in read_validated(source))
+
+
+class _StatsBeside:
+    """The card's statistics computed in a second process while this one writes the Parquet
+    shards: measuring long-context samples (token counts of every response) costs as much as
+    exporting them, and the two need nothing from each other. Each process reads the file line
+    by line, so memory stays bounded in both. Where no second process can start, or it dies, the
+    statistics are computed here instead (slower, same figures)."""
+
+    def __init__(self, source: Path) -> None:
+        self.source = source
+        self.pool: Any = None
+        self.future: Any = None
+
+    def __enter__(self) -> "_StatsBeside":
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        try:
+            # fork: the child starts at once with fcbench already imported (spawn would re-import it)
+            context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+            self.pool = ProcessPoolExecutor(max_workers=1, mp_context=context)
+            self.future = self.pool.submit(export_stats, self.source)
+        except (OSError, ValueError, RuntimeError):
+            self.pool = self.future = None
+        return self
+
+    def result(self) -> DatasetStats:
+        if self.future is not None:
+            try:
+                return self.future.result()
+            except Exception:  # a killed or failed child: the figures are computed here instead
+                pass
+        return export_stats(self.source)
+
+    def __exit__(self, exc_type: Any, *rest: object) -> None:
+        if self.pool is None:
+            return
+        if exc_type is not None:  # the export failed: its statistics are not wanted, do not wait for them
+            for process in list((getattr(self.pool, "_processes", None) or {}).values()):
+                process.terminate()
+        self.pool.shutdown(wait=exc_type is None, cancel_futures=True)
+
+
 def read_stage_summaries(build_dir: Path) -> dict[str, dict[str, Any]]:
     summaries = {}
     for stage in STAGE_SUMMARIES:
@@ -398,9 +449,20 @@ def _swap_in(work_dir: Path, export_dir: Path) -> None:
         os.replace(work_dir, export_dir)
 
 
-def export_samples(source: Path, paths: ExportPaths, settings: ExportSettings) -> ExportSummary:
+def previous_export_rows(export_dir: Path) -> int | None:
+    """Rows of the export already in place (from its Parquet footers), None when there is none."""
+    shards = sorted((export_dir / "data").glob("*.parquet"))
+    if not shards:
+        return None
+    return sum(pq.read_metadata(shard).num_rows for shard in shards)
+
+
+def export_samples(source: Path, paths: ExportPaths, settings: ExportSettings, *, force: bool = False,
+                   min_output_share: float = 0.5) -> ExportSummary:
     """Export the canonical JSONL file `source` into `paths`; returns the summary also written to
-    export.summary.json. Raises UserError when no sample could be exported."""
+    export.summary.json. Raises UserError when no sample could be exported. A result smaller than
+    `min_output_share` of the export in place keeps that export: the new one goes to `export.new/`
+    (with `export.summary.new.json`) and OutputKept is raised, unless `force`."""
     if not source.is_file():
         raise UserError(f"{source}: no such file (the export reads the filter's validated.jsonl; "
                         f"run the filter stage or pass --input)")
@@ -411,27 +473,42 @@ def export_samples(source: Path, paths: ExportPaths, settings: ExportSettings) -
     os.chmod(work_dir, 0o777 & ~_umask())  # mkdtemp's 0700 would hide the export from other users
     exporter = _Exporter(source, settings, work_dir, copy_formats)
     try:
-        stats = compute_stats(exporter.samples())
+        with _StatsBeside(source) as card_stats, StageProgress("export", count_lines(source)) as progress:
+            for _ in _counted(exporter.samples(), progress):
+                pass
+            stats = card_stats.result()
         splits = exporter.finish_splits()
         exporter.write_format_copies(splits)
         summary = exporter.summary
+        guarded = guard_counts(paths.export_dir, summary.exported, previous_export_rows(paths.export_dir),
+                               force=force, min_share=min_output_share)
+        summary.replaced = guarded.summary()
+        export_dir, rejects, summary_file = (guarded.path(paths.export_dir), guarded.path(paths.rejects),
+                                             guarded.path(paths.summary))
         if splits:
             card = render_card(_card_info(settings, splits, stats, exporter, read_stage_summaries(paths.build_dir)))
             (work_dir / "README.md").write_text(card, encoding="utf-8")
-        os.replace(exporter.rejects_tmp, paths.rejects)
-        summary.outputs = {"export": str(paths.export_dir), "card": str(paths.export_dir / "README.md"),
-                           "rejects": str(paths.rejects), "summary": str(paths.summary)}
+        os.replace(exporter.rejects_tmp, rejects)
+        summary.outputs = {"export": str(export_dir), "card": str(export_dir / "README.md"),
+                           "rejects": str(rejects), "summary": str(summary_file)}
         if splits:
-            _swap_in(work_dir, paths.export_dir)
-        write_json(paths.summary, summary.as_dict(), indent=2)
+            _swap_in(work_dir, export_dir)
+        write_json(summary_file, summary.as_dict(), indent=2)
     finally:
         exporter.close_canonical_files()
         if work_dir.exists():
             shutil.rmtree(work_dir)
     if not splits:
         raise UserError(f"{source}: no sample could be exported ({summary.rejected} rejected, "
-                        f"reasons in {paths.rejects})")
+                        f"reasons in {rejects})")
+    guarded.finish()
     return summary
+
+
+def _counted(items: Iterator[Any], progress: StageProgress) -> Iterator[Any]:
+    for item in items:
+        progress.advance()
+        yield item
 
 
 def _umask() -> int:
@@ -440,9 +517,10 @@ def _umask() -> int:
     return mask
 
 
-def run_export_stage(pipeline: PipelineConfig, input_file: Path | None = None) -> ExportSummary:
+def run_export_stage(pipeline: PipelineConfig, input_file: Path | None = None, force: bool = False) -> ExportSummary:
     """`build-dataset export PIPELINE`: `<build>/validated.jsonl` (or `input_file`) exported."""
     settings = ExportSettings(name=pipeline.name, config=pipeline.stages.export, seed=pipeline.seed,
                               description=pipeline.description, license=pipeline.license)
     source = input_file or pipeline.build_dir / VALIDATED
-    return export_samples(source, ExportPaths(pipeline.build_dir), settings)
+    return export_samples(source, ExportPaths(pipeline.build_dir), settings, force=force,
+                          min_output_share=pipeline.min_output_share)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -30,7 +31,7 @@ from fcbench.config import FilterConfig
 from fcbench.environments import Environment
 from fcbench.execution import execute_gold_paths
 from fcbench.formats import Rejected
-from fcbench.jsonl import dumps_line, iter_json_lines, write_json, write_json_lines
+from fcbench.jsonl import dumps_line, parse_json_line, write_json, write_json_lines
 from fcbench.output_guard import guard_output
 from fcbench.progress import StageProgress
 from fcbench.sample import Sample, sample_to_dict
@@ -56,6 +57,10 @@ class FilterSummary:
     outputs: dict[str, str]
     output_guard: dict[str, Any] = field(default_factory=dict)  # what this run replaced (fcbench.output_guard)
     resumed: int = 0  # decisions taken from the journal of an interrupted run
+    # parameter value reasoning: samples with a value the query implies (derived by a rule of
+    # fcbench.derivation, read from a response, or marked by the annotator) or that no rule
+    # explains; kept vs rejected, and how many values each rule explained
+    reasoning: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -79,54 +84,127 @@ def _content_key(record: Any, settings_key: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
 
 
-def _load_journal(path: Path) -> dict[str, dict[str, Any]]:
-    """Decisions already taken; a line cut short by a kill is ignored (it is redone)."""
-    if not path.is_file():
-        return {}
-    done = {}
-    for line in iter_json_lines(path):
-        if line.error is None and isinstance(line.value, dict) and "key" in line.value:
-            if (line.value.get("verdict") or {}).get("reason") in DECIDE_AGAIN_ON_RERUN:
-                done.pop(line.value["key"], None)
-                continue
-            done[line.value["key"]] = line.value
-    return done
+class _Journal:
+    """The decisions of this run and of an interrupted one, on disk: only each decision's byte
+    offset in the journal is kept in memory, so the filter's memory does not grow with the size of
+    the samples (a 128k-token sample is read back from disk when the outputs are written)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offsets: dict[str, int] = {}
+        if path.is_file():
+            self._index()
+        self.resumable = frozenset(self.offsets)  # what an interrupted run decided
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._append = open(path, "ab")  # noqa: SIM115 - open for the whole run, closed by close()
+        if self._append.tell() and not self._ends_with_newline():
+            self._append.write(b"\n")  # a line cut by a kill stays on its own line, ignored
+        self._read = open(path, "rb")  # noqa: SIM115
+
+    def _index(self) -> None:
+        """Decisions already taken; a line cut short by a kill is ignored (it is redone), and one
+        that asks to be decided again (DECIDE_AGAIN_ON_RERUN) is forgotten."""
+        with open(self.path, "rb") as handle:
+            offset = 0
+            for raw in handle:
+                start, offset = offset, offset + len(raw)
+                if not raw.strip():
+                    continue
+                try:
+                    value = parse_json_line(raw)
+                except ValueError:
+                    continue
+                if isinstance(value, dict) and "key" in value:
+                    if (value.get("verdict") or {}).get("reason") in DECIDE_AGAIN_ON_RERUN:
+                        self.offsets.pop(value["key"], None)
+                        continue
+                    self.offsets[value["key"]] = start
+
+    def _ends_with_newline(self) -> bool:
+        with open(self.path, "rb") as handle:
+            handle.seek(-1, os.SEEK_END)
+            return handle.read(1) == b"\n"
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.offsets
+
+    def add(self, entry: dict[str, Any]) -> None:
+        self._append.seek(0, os.SEEK_END)
+        self.offsets[entry["key"]] = self._append.tell()
+        self._append.write((dumps_line(entry) + "\n").encode("utf-8"))
+
+    def flush(self) -> None:
+        self._append.flush()
+
+    def entry(self, key: str) -> dict[str, Any]:
+        self._read.seek(self.offsets[key])
+        return parse_json_line(self._read.readline())
+
+    def close(self) -> None:
+        self._append.close()
+        self._read.close()
 
 
-def _batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start:start + size]
+def _keyed(items: Iterable[Sample | Rejected], settings_key: str) -> Iterator[tuple[str, Sample | Rejected]]:
+    for item in items:
+        record = sample_to_dict(item) if isinstance(item, Sample) else [item.source, item.raw]
+        yield _content_key(record, settings_key), item
+
+
+def _pending_batches(keyed: Iterable[tuple[str, Sample | Rejected]], journal: _Journal, size: int,
+                     keys: list[str], resumed: list[int]) -> Iterator[list[tuple[str, Sample | Rejected]]]:
+    """Bounded batches of the items not decided yet, read as they come; every key is recorded in
+    input order (`keys`), and the ones an interrupted run decided are counted (`resumed`)."""
+    batch: list[tuple[str, Sample | Rejected]] = []
+    in_batch: set[str] = set()
+    for key, item in keyed:
+        keys.append(key)
+        if key in journal.resumable:
+            resumed[0] += 1
+            continue
+        if key in journal:  # the same item again, decided in an earlier batch of this run
+            continue
+        if key in in_batch:  # the same item twice: one decision serves both lines
+            continue
+        batch.append((key, item))
+        in_batch.add(key)
+        if len(batch) >= size:
+            yield batch
+            batch, in_batch = [], set()
+    if batch:
+        yield batch
 
 
 def run_filter(items: Iterable[Sample | Rejected], environment: Environment, settings: FilterConfig,
                paths: FilterPaths, input_name: str, batch_size: int = BATCH_SIZE,
                semantic_check: SemanticCheck | None = None, force: bool = False,
-               min_output_share: float = 0.5) -> FilterSummary:
-    items = list(items)
+               min_output_share: float = 0.5, total: int | None = None) -> FilterSummary:
+    """Filter `items` (read lazily, in bounded batches) into the validated and rejects files.
+    `total`: how many items to expect, for the progress line (unknown when None)."""
     settings_key = settings.model_dump_json() + ("+semantic" if semantic_check else "")
-    keys = [_content_key(sample_to_dict(item) if isinstance(item, Sample) else [item.source, item.raw], settings_key)
-            for item in items]
-    done = _load_journal(paths.journal)
-    resumed = sum(key in done for key in keys)
     comparison = comparison_of(settings)
-    paths.journal.parent.mkdir(parents=True, exist_ok=True)
-    pending = [(key, item) for key, item in zip(keys, items) if key not in done]
-    with open(paths.journal, "a", encoding="utf-8") as journal, StageProgress("filter", len(pending)) as progress:
-        for batch in _batches(pending, max(batch_size, environment.min_batch_paths)):
-            for key, entry in _decide_batch(batch, environment, settings, comparison, semantic_check):
-                done[key] = entry
-                journal.write(dumps_line(entry) + "\n")
-            journal.flush()
-            progress.advance(len(batch))
-    entries = [done[key] for key in keys]
-    kept = sum(entry["verdict"]["category"] == "passed" for entry in entries)
-    guarded = guard_output(paths.validated, kept, force=force, min_share=min_output_share)
-    write_json_lines(guarded.path(paths.validated),
-                     (entry["sample"] for entry in entries if entry["verdict"]["category"] == "passed"))
-    write_json_lines(guarded.path(paths.rejects), (
-        {**{k: entry["verdict"][k] for k in ("id", "category", "reason", "detail")}, "sample": entry["sample"]}
-        for entry in entries if entry["verdict"]["category"] != "passed"))
-    verdicts = [Verdict.from_json(entry["verdict"]) for entry in entries]
+    journal = _Journal(paths.journal)
+    keys: list[str] = []  # input order: a 24-character key per item, never the item
+    resumed = [0]
+    try:
+        with StageProgress("filter", total) as progress:
+            size = max(batch_size, environment.min_batch_paths)
+            for batch in _pending_batches(_keyed(items, settings_key), journal, size, keys, resumed):
+                for key, entry in _decide_batch(batch, environment, settings, comparison, semantic_check):
+                    journal.add(entry)
+                journal.flush()
+                progress.advance(len(batch))
+        verdicts = [Verdict.from_json(journal.entry(key)["verdict"]) for key in keys]
+        kept = sum(verdict.kept for verdict in verdicts)
+        guarded = guard_output(paths.validated, kept, force=force, min_share=min_output_share)
+        write_json_lines(guarded.path(paths.validated),
+                         (entry["sample"] for entry in map(journal.entry, keys)
+                          if entry["verdict"]["category"] == "passed"))
+        write_json_lines(guarded.path(paths.rejects), (
+            {**{k: entry["verdict"][k] for k in ("id", "category", "reason", "detail")}, "sample": entry["sample"]}
+            for entry in map(journal.entry, keys) if entry["verdict"]["category"] != "passed"))
+    finally:
+        journal.close()
     summary = FilterSummary(
         input=input_name,
         total=len(verdicts),
@@ -135,14 +213,50 @@ def run_filter(items: Iterable[Sample | Rejected], environment: Environment, set
         reasons=dict(sorted(Counter(v.reason for v in verdicts if v.reason).items())),
         grounding_reported=sum(1 for v in verdicts if v.kept and v.notes),
         grounding_notes={v.id: v.notes for v in verdicts if v.kept and v.notes},
+        reasoning=reasoning_summary(verdicts),
         outputs={"validated": str(guarded.path(paths.validated)), "rejects": str(guarded.path(paths.rejects))},
         output_guard=guarded.summary(),
     )
     write_json(guarded.path(paths.summary), summary.as_dict(), indent=2)
     paths.journal.unlink(missing_ok=True)  # the outputs now hold every decision
-    summary.resumed = resumed
+    summary.resumed = resumed[0]
     guarded.finish()
     return summary
+
+
+# rules that only read a value the query writes in another spelling ("April 3, 2026", "premium economy")
+SPELLING_RULES = frozenset({"date.spelled", "enum.words"})
+
+
+def reasoning_summary(verdicts: Sequence[Verdict]) -> dict[str, Any]:
+    """How many samples needed parameter value reasoning, how many of those were kept, and which
+    rule explained how many values (a sample rejected before the grounding check is not counted)."""
+    needing = [v for v in verdicts if any(d["rule"] not in SPELLING_RULES for d in v.derived)
+               or v.deferred or v.reason == "grounding.ungrounded_value"]
+    rejected = Counter(v.reason for v in needing if not v.kept)
+    return {
+        # a value the query implies: derived by a rule other than a mere spelling, read from a
+        # response, marked by the annotator, or that no rule explains
+        "samples": len(needing),
+        "share": round(len(needing) / len(verdicts), 4) if verdicts else 0.0,
+        "kept": sum(v.kept for v in needing),
+        "rejected": sum(not v.kept for v in needing),
+        "rejected_by_reason": dict(sorted(rejected.items())),
+        "samples_with_spelled_values_only": sum(bool(v.derived) and v not in needing for v in verdicts),
+        "deferred_to_semantic": sum(bool(v.deferred) for v in verdicts),
+        "deferred_rejected": sum(bool(v.deferred) and not v.kept for v in verdicts),
+        "values_by_rule": dict(sorted(Counter(d["rule"] for v in verdicts for d in v.derived).items())),
+    }
+
+
+def _with_derivations(sample: Sample, static: Verdict) -> Sample:
+    """The kept sample, saying how its implied argument values were found (meta.grounding)."""
+    if not static.derived and not static.deferred:
+        return sample
+    grounding = {"derived": static.derived}
+    if static.deferred:
+        grounding["left_to_semantic_check"] = static.deferred
+    return sample.model_copy(update={"meta": {**sample.meta, "grounding": grounding}})
 
 
 def _decide_batch(batch: Sequence[tuple[str, Sample | Rejected]], environment: Environment,
@@ -155,7 +269,7 @@ def _decide_batch(batch: Sequence[tuple[str, Sample | Rejected]], environment: E
             yield key, {"key": key, "verdict": verdict.to_json(), "sample": item.raw}
             continue
         try:
-            verdict = static_verdict(item, settings)
+            verdict = static_verdict(item, settings, semantic_check is not None)
         except Exception as exc:  # one sample the checks cannot handle must not stop the others
             verdict = Verdict(item.id, FilterCategory.FAILED_FORMAT, "format.unprocessable", f"{type(exc).__name__}: {exc}")
         if not verdict.kept:
@@ -170,7 +284,8 @@ def _decide_batch(batch: Sequence[tuple[str, Sample | Rejected]], environment: E
     for index, (key, sample, static) in enumerate(to_run):
         sample_runs = [attempt[index] for attempt in runs]
         verdict = execution_verdict(sample, sample_runs, comparison, static.notes)
-        decided.append((key, verdict, sample_runs[0].sample if verdict.kept else sample))
+        verdict.derived, verdict.deferred = static.derived, static.deferred
+        decided.append((key, verdict, _with_derivations(sample_runs[0].sample, static) if verdict.kept else sample))
     if semantic_check is not None:  # last and dearest: only what executed is asked about
         passed = [(key, verdict, kept) for key, verdict, kept in decided if verdict.kept]
         for (_, verdict, _), (_, reason, detail) in zip(passed, semantic_check([kept for _, _, kept in passed])):

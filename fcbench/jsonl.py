@@ -11,9 +11,13 @@ import json
 import os
 import sys
 import tempfile
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
+
+from fcbench.errors import UserError
 
 
 # Limits a line must keep to be read: past them a line is a reject with its reason (named by file
@@ -22,6 +26,45 @@ from typing import Any, Iterable, Iterator
 MAX_LINE_BYTES = 64 * 1024 * 1024
 MAX_DEPTH = 256
 _BOM = b"\xef\xbb\xbf"
+
+# The one bad-line policy of every reader: a bad line is skipped and reported (file:line), and a
+# file whose share of bad lines is above this is refused as a whole, since it is most likely not
+# the file that was meant (a binary, another format, a truncated copy). `build-dataset
+# --max-bad-share S` or a pipeline's `max_bad_line_share` sets it; 1 never refuses.
+DEFAULT_MAX_BAD_SHARE = 0.5
+_max_bad_share: ContextVar[float] = ContextVar("max_bad_share", default=DEFAULT_MAX_BAD_SHARE)
+
+
+class TooManyBadLines(UserError):
+    """More of a file's lines are unreadable than the bad-line policy allows."""
+
+
+@contextmanager
+def bad_line_policy(max_share: float) -> Iterator[None]:
+    """Read files with this share of bad lines allowed (0..1) inside the block."""
+    token = _max_bad_share.set(max_share)
+    try:
+        yield
+    finally:
+        _max_bad_share.reset(token)
+
+
+def set_bad_line_policy(max_share: float) -> None:
+    """Set the allowed share of bad lines for the rest of this command (the CLI's root option)."""
+    _max_bad_share.set(max_share)
+
+
+def max_bad_share() -> float:
+    return _max_bad_share.get()
+
+
+def check_bad_share(path: str | Path, total: int, bad: int, first_error: str | None) -> None:
+    """Refuse a file whose share of bad lines is over the policy's (pure but for the setting)."""
+    share = _max_bad_share.get()
+    if total and bad / total > share:
+        raise TooManyBadLines(
+            f"{path}: {bad} of {total} lines are unreadable ({bad / total:.0%}), more than the {share:.0%} allowed; "
+            f"first: {first_error}. Is it the right file? (build-dataset --max-bad-share 1 ... reads its good lines anyway)")
 
 
 @dataclass(frozen=True)
@@ -51,6 +94,26 @@ def _finite_float(text: str) -> float:
 def _check_depth_and_text(value: Any, check_text: bool) -> None:
     """Nesting within MAX_DEPTH and, when asked, no string that cannot be written as UTF-8 (a lone
     surrogate such as \\ud800 passes json.loads and crashes every writer later)."""
+    if check_text:
+        _check_depth_and_every_string(value)
+        return
+    # Level by level, keeping only the containers of the next level: every line of every stage file
+    # goes through here, and long-context samples hold tens of thousands of scalars each.
+    level = [value] if isinstance(value, (dict, list)) else []
+    depth = 1
+    while level:
+        # a value of any kind one level further down is past the limit
+        if depth >= MAX_DEPTH and any(len(item) for item in level):
+            raise _BadValue(f"nested deeper than {MAX_DEPTH} levels")
+        deeper: list[Any] = []
+        for item in level:
+            children = item.values() if type(item) is dict else item
+            deeper += [child for child in children if type(child) is dict or type(child) is list]
+        level = deeper
+        depth += 1
+
+
+def _check_depth_and_every_string(value: Any) -> None:
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
@@ -58,12 +121,11 @@ def _check_depth_and_text(value: Any, check_text: bool) -> None:
             raise _BadValue(f"nested deeper than {MAX_DEPTH} levels")
         if isinstance(item, dict):
             for key, child in item.items():
-                if check_text:
-                    _encodable(key)
+                _encodable(key)
                 stack.append((child, depth + 1))
         elif isinstance(item, list):
             stack.extend((child, depth + 1) for child in item)
-        elif check_text and isinstance(item, str):
+        elif isinstance(item, str):
             _encodable(item)
 
 
@@ -107,17 +169,24 @@ def iter_json_lines(path: str | Path) -> Iterator[JsonLine]:
     """Every non-blank line of a JSON Lines file, each parsed on its own: a bad line (broken JSON,
     not UTF-8, NUL byte, NaN/Infinity or an overflowing number, lone surrogate, too deep, too long)
     is a `JsonLine` with its error and the lines after it are still read. A UTF-8 byte-order mark
-    at the start is skipped."""
+    at the start is skipped. Once the file is read, more bad lines than the bad-line policy allows
+    raise `TooManyBadLines` (a stage writing atomically then keeps its previous output)."""
+    total = bad = 0
+    first_error = None
     with open(path, "rb") as handle:
         for line_no, raw in enumerate(handle, start=1):
             if line_no == 1 and raw.startswith(_BOM):
                 raw = raw[len(_BOM):]
             if not raw.strip():
                 continue
+            total += 1
             try:
                 yield JsonLine(line_no, parse_json_line(raw))
             except ValueError as exc:
+                bad += 1
+                first_error = first_error or f"line {line_no}: {exc}"
                 yield JsonLine(line_no, error=str(exc))
+    check_bad_share(path, total, bad, first_error)
 
 
 def dumps_line(record: Any) -> str:

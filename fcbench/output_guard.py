@@ -21,7 +21,7 @@ class OutputKept(UserError):
 
 
 def beside(path: Path) -> Path:
-    """Where a kept-back file goes: `drafts.jsonl` -> `drafts.new.jsonl`."""
+    """Where a kept-back file goes: `drafts.jsonl` -> `drafts.new.jsonl`, `export/` -> `export.new/`."""
     return path.with_name(f"{path.stem}.new{path.suffix}")
 
 
@@ -54,7 +54,14 @@ class GuardedOutputs:
 
 
 def guard_output(target: Path, new_samples: int, *, force: bool, min_share: float) -> GuardedOutputs:
+    """For a stage file of one sample a line: its previous line count is the previous result."""
     previous = count_lines(target) if target.is_file() else None
+    return guard_counts(target, new_samples, previous, force=force, min_share=min_share)
+
+
+def guard_counts(target: Path, new_samples: int, previous: int | None, *, force: bool,
+                 min_share: float) -> GuardedOutputs:
+    """Whether a new result of `new_samples` may replace a previous one of `previous` samples."""
     guarded = GuardedOutputs(target, new_samples, previous)
     if force or not previous:
         return guarded

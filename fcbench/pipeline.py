@@ -45,12 +45,15 @@ def run_filter_stage(pipeline: PipelineConfig, input_file: Path | None = None, o
     paths = FilterPaths.in_dir(pipeline.build_dir)
     if source.resolve() in (paths.validated.resolve(), paths.rejects.resolve()):
         raise UserError(f"{source}: the filter writes this file; it cannot also read it (give the candidates)")
-    items = list(read_samples(source, "fcbench"))
-    samples = [item for item in items if isinstance(item, Sample)]
+    from fcbench.output_guard import count_lines
+
+    # Streamed: the candidates are read in bounded batches (memory does not grow with their size);
+    # a pipeline without a catalog takes its tools from the samples, in a pass of their own.
+    samples = (item for item in read_samples(source, "fcbench") if isinstance(item, Sample))
     with open_environment(pipeline, samples) as environment:
-        return run_filter(items, environment, pipeline.stages.filter, paths, str(source),
+        return run_filter(read_samples(source, "fcbench"), environment, pipeline.stages.filter, paths, str(source),
                           semantic_check=_semantic_check(pipeline, offline), force=force,
-                          min_output_share=pipeline.min_output_share)
+                          min_output_share=pipeline.min_output_share, total=count_lines(source))
 
 
 def _semantic_check(pipeline: PipelineConfig, offline: bool):
@@ -209,7 +212,7 @@ def _filter(ctx: PipelineContext, settings: Any = None) -> StageSummary:
 def _export(ctx: PipelineContext, settings: Any = None) -> StageSummary:
     from fcbench.export import run_export_stage
 
-    exported = run_export_stage(ctx.config, _input(settings))
+    exported = run_export_stage(ctx.config, _input(settings), force=ctx.force)
     return StageSummary("export", {"exported": exported.exported, "rejected": exported.rejected}, exported.reasons,
                         exported.outputs, {"exported": exported.exported, "splits": exported.splits,
                                            "rejected": exported.rejected}, report=exported)
@@ -235,6 +238,79 @@ STAGES: tuple[Stage, ...] = (
 )
 
 
+# ------------------------------------------------------------------ conversational pipelines
+def _conversation_stage1(ctx: PipelineContext, settings: Any = None) -> StageSummary:
+    from generate.conversation_stage1 import run_conversation_stage1
+
+    result = run_conversation_stage1(ctx.config, offline=not ctx.uses_llm, force=ctx.force)
+    return _split_summary("stage1", result.summary, report=result)
+
+
+def _conversation_stage2_from_export(ctx: PipelineContext, settings: Any = None) -> StageSummary:
+    from annotate.conversation_stage2 import run_conversation_pull
+
+    pulled = run_conversation_pull(ctx.config, from_export=annotation_export(ctx.config))
+    return StageSummary("stage2", pulled.counts, pulled.reasons, pulled.outputs, {"source": pulled.source}, report=pulled)
+
+
+def _conversation_filter(ctx: PipelineContext, settings: Any = None) -> StageSummary:
+    from fcbench.conversation_filter import run_conversation_filter
+
+    environment = ctx.config.environment
+    if ctx.offline and environment is not None and environment.kind == "simulated":
+        raise UserError(f"pipeline {ctx.config.name!r}: the filter re-executes calls in the response simulator "
+                        "(environment kind 'simulated'), an LLM, which --offline does not use")
+    filtered = run_conversation_filter(ctx.config, _input(settings), force=ctx.force)
+    return StageSummary("filter", filtered.counts, filtered.reasons, filtered.outputs, report=filtered)
+
+
+def _conversation_export(ctx: PipelineContext, settings: Any = None) -> StageSummary:
+    from fcbench.conversation_export import run_conversation_export
+
+    exported = run_conversation_export(ctx.config, _input(settings), force=ctx.force)
+    return StageSummary("export", {"exported": exported.exported, "rejected": exported.rejected}, exported.reasons,
+                        exported.outputs, {"exported": exported.exported, "splits": exported.splits,
+                                           "rejected": exported.rejected}, report=exported)
+
+
+def _conversation_push(ctx: PipelineContext, settings: PushSettings) -> StageSummary:
+    from annotate.conversation_stage2 import run_conversation_push
+
+    if settings.annotators:
+        raise UserError("stage2 push --annotators is not available for conversation pipelines yet")
+    return _report_summary("stage2 push", run_conversation_push(ctx.config, count=settings.count))
+
+
+def _conversation_pull(ctx: PipelineContext, settings: PullSettings) -> StageSummary:
+    from annotate.conversation_stage2 import run_conversation_pull
+
+    return _report_summary("stage2 pull", run_conversation_pull(ctx.config, from_export=settings.from_export,
+                                                                send_back=settings.send_back,
+                                                                allow_stale=settings.allow_stale))
+
+
+# `kind: conversation` (CONFETTI-style): scenarios and drafted conversations, their authoring and
+# review in Label Studio, the per-conversation filter, and the two turn-level sets.
+CONVERSATION_STAGES: tuple[Stage, ...] = (
+    Stage("stage1", reads=("tools", "environment", "conversation"), writes=("scenarios.jsonl", DRAFTS),
+          run=_conversation_stage1),
+    Stage("stage2", reads=(DRAFTS, "stages.stage2.export_file"), writes=(TEMPLATES,), run=_conversation_stage2_from_export),
+    Stage("filter", reads=(TEMPLATES,), writes=(VALIDATED,), run=_conversation_filter),
+    Stage("export", reads=(VALIDATED,), writes=("export/",), run=_conversation_export),
+    STAGES[-1],  # report
+)
+
+
+def stages_of(pipeline: PipelineConfig) -> tuple[tuple[Stage, ...], dict[str, Stage]]:
+    """The automatic stages and the on-demand stages of a pipeline, chosen by its `kind`."""
+    if pipeline.kind == "conversation":
+        on_demand = {"stage2 push": Stage("stage2 push", reads=(DRAFTS,), writes=(), run=_conversation_push),
+                     "stage2 pull": Stage("stage2 pull", reads=(DRAFTS, "stages.stage2.export_file"), writes=(TEMPLATES,),
+                                          run=_conversation_pull)}
+        return CONVERSATION_STAGES, on_demand
+    return STAGES, dict(ON_DEMAND_STAGES)
+
+
 def run_pipeline(pipeline: PipelineConfig, offline: bool = False, progress=None, force: bool = False) -> RunResult:
     """`build-dataset run PIPELINE`: every automatic stage of STAGES in order: stage1 drafts, the
     annotators' stage2 work read from a Label Studio export, stage3 variants, filter, export,
@@ -242,7 +318,7 @@ def run_pipeline(pipeline: PipelineConfig, offline: bool = False, progress=None,
     re-run alone."""
     ctx = PipelineContext(pipeline, offline=offline, force=force)
     result = RunResult(pipeline.name, "", "")
-    for stage in STAGES:
+    for stage in stages_of(pipeline)[0]:
         if progress is not None:
             progress(stage.name)
         result.stages[stage.name] = stage.run(ctx, None).as_dict()
@@ -276,6 +352,9 @@ class EvaluateSettings:
     extra_turns: int = 3
     batch: bool = False
     progress: Any = None  # (done, total) callback
+    judge_model: str | None = None  # the LLM judge (default: the pipeline's judge block, else none)
+    judge_base_url: str | None = None
+    context_window: int | None = None  # the model's, in tokens (default: llm.context_window)
 
 
 def _report_summary(stage: str, report: Any) -> StageSummary:
@@ -316,7 +395,9 @@ def _evaluate(ctx: PipelineContext, settings: EvaluateSettings) -> StageSummary:
 
     result = evaluate_pipeline(ctx.config, settings.model, base_url=settings.base_url, split=settings.split,
                                input_file=settings.input_file, limit=settings.limit, extra_turns=settings.extra_turns,
-                               batch=settings.batch, progress=settings.progress)
+                               batch=settings.batch, progress=settings.progress,
+                               judge_model=settings.judge_model, judge_base_url=settings.judge_base_url,
+                               context_window=settings.context_window)
     return StageSummary("evaluate", {"samples": result.samples, "ran": result.ran, "reused": result.reused},
                         outputs={"trajectories": str(result.trajectories_path), "scores": str(result.scores_path),
                                  "rejects": str(result.rejects_path)}, report=result)
@@ -335,7 +416,8 @@ ON_DEMAND_STAGES: dict[str, Stage] = {stage.name: stage for stage in (
 def run_stage(name: str, pipeline: PipelineConfig, settings: Any = None, *, offline: bool = False,
               force: bool = False) -> StageSummary:
     """Run one stage by name (`stage1`, ..., `stage2 pull`, `evaluate`) through the contract."""
-    stages = {stage.name: stage for stage in STAGES} | ON_DEMAND_STAGES
+    automatic, on_demand = stages_of(pipeline)
+    stages = {stage.name: stage for stage in automatic} | on_demand
     if name not in stages:
         raise UserError(f"unknown stage {name!r}, available: {', '.join(stages)}")
     return stages[name].run(PipelineContext(pipeline, offline=offline, force=force), settings)

@@ -62,6 +62,20 @@ def check_pipeline(pipeline: PipelineConfig, environ: Mapping[str, str] | None =
     elif environment.kind in ("recorded", "http") and not environment.record:
         must_exist("environment.responses", environment.responses, "recorded store (record it first with --record)")
     uses_llm = []
+    if pipeline.kind == "conversation":
+        conversation = pipeline.conversation
+        if catalog is None:
+            problem("tools", "a conversation pipeline samples its scenarios' APIs from the catalog: name one with `tools:`")
+        if conversation is not None and conversation.offline:
+            must_exist("conversation.value_pools", conversation.value_pools or stages.stage3.value_pools,
+                       "value pools file (the values the rule-based simulator's users state)")
+        elif pipeline.llm is None:
+            problem("conversation.offline", "drafting conversations needs an LLM: add `llm:` or set conversation.offline")
+        else:
+            uses_llm.append("stage1 (conversations)")
+        if environment is not None and environment.kind == "simulated":
+            uses_llm.append("the response simulator (environment kind simulated)")
+        declared -= {"stage1", "stage3"}  # a conversation pipeline has neither (fcbench.pipeline.CONVERSATION_STAGES)
     if "stage1" in declared:
         if catalog is None:
             problem("tools", "stage1 samples tools from the catalog: name one with `tools:`")

@@ -27,7 +27,7 @@ from typing import Any
 from fcbench.formats import Rejected, read_samples
 from fcbench.jsonl import JsonLine, iter_json_lines, write_json, write_text
 from fcbench.sample import Sample, path_shape
-from fcbench.stats import DatasetStats, compute_stats
+from fcbench.stats import TABLE_COLUMNS, DatasetStats, compute_stats, hardness_lines, table_rows
 
 # ------------------------------------------------------------------------------------ stage layout
 # The stage that writes each file, in pipeline order (see DESIGN.md and the stage conventions).
@@ -154,9 +154,12 @@ class ReportData:
     stages: list[StageRejects]
     evaluations: list[ModelScores]
     problems: list[str] = field(default_factory=list)
+    conversations: dict[str, Any] | None = None  # a conversational build: export/statistics.json (Table 2/3)
 
     def as_dict(self) -> dict[str, Any]:
+        extra = {"conversations": self.conversations} if self.conversations is not None else {}
         return {
+            **extra,
             "title": self.title,
             "summary": self.headline.as_dict(),
             "dataset": self.dataset.as_dict() if self.dataset else None,
@@ -474,8 +477,11 @@ def read_build(build_dir: Path, title: str | None = None) -> ReportData:
     corrections = reader.corrections()
     evaluations = reader.evaluations()
     splits = reader.splits()
+    statistics = build_dir / "export" / "statistics.json"
+    conversations = reader.json_document(statistics)[1] if statistics.is_file() else None
     return ReportData(title or build_dir.parent.name, headline(dataset, stages, evaluations, splits), dataset,
-                      corrections, stages, evaluations, reader.problems)
+                      corrections, stages, evaluations, reader.problems,
+                      conversations if isinstance(conversations, dict) else None)
 
 
 # ------------------------------------------------------------------------------------------ charts
@@ -595,6 +601,9 @@ def _dataset_charts(dataset: DatasetSection) -> list[Chart]:
     stats = dataset.stats
     difficulty = {level: n for level, n in stats.difficulty.items()}
     return [
+        Chart("dataset", "context_tokens", "Context length", _bar_chart(
+            f"Context length ({stats.encoding} tokens)", stats.context_histogram, ACCENT, "tokens of context",
+            size=MEDIUM)),
         Chart("dataset", "difficulty", "Difficulty", _bar_chart(
             "Difficulty (from the gold path)", difficulty,
             [DIFFICULTY_COLOURS.get(k, ACCENT) for k in difficulty], "difficulty")),
@@ -748,11 +757,12 @@ def _dataset_html(dataset: DatasetSection | None, charts: Sequence[Chart]) -> st
     if dataset is None:
         return '<p class="empty">No stage output yet: no dataset statistics.</p>'
     stats = dataset.stats
-    rows = [(_e(r.domain), _number(r.samples), f"{r.avg_steps:.2f}", f"{r.avg_calls:.2f}") for r in stats.domains]
+    rows = [tuple(_e(cell) for cell in row) for row in table_rows(stats)]
     parts = [f"<p>Measured on <code>{_e(dataset.source)}</code>: {stats.samples:,} samples"
              + (f", {stats.rejected:,} unreadable lines" if stats.rejected else "") + ".</p>",
-             "<h3>Per domain</h3>", _table(("domain", "samples", "avg steps", "avg calls"), rows)]
-    distributions = [("difficulty", stats.difficulty)]
+             "<h3>Per domain</h3>", _table(TABLE_COLUMNS, rows),
+             "<ul>" + "".join(f"<li>{_e(line)}</li>" for line in hardness_lines(stats)) + "</ul>"]
+    distributions = [(f"context tokens ({stats.encoding})", stats.context_histogram), ("difficulty", stats.difficulty)]
     if stats.published_difficulty:
         distributions.append(("published difficulty", stats.published_difficulty))
     distributions += [("steps", dataset.steps), ("nesting depth", stats.nesting_depth),
@@ -846,6 +856,22 @@ def _problems_html(problems: Sequence[str]) -> str:
     return '<ul class="problems">' + "".join(f"<li>{_e(p)}</li>" for p in problems) + "</ul>"
 
 
+def _conversations_html(statistics: Mapping[str, Any]) -> str:
+    """A conversational build's figures per split: conversations, turns, calls, APIs per turn,
+    dialog acts and complexities (what export/statistics.json holds)."""
+    columns = [("overall", statistics.get("overall") or {}), *(statistics.get("splits") or {}).items()]
+    figures = ["conversations", "user_turns", "agent_turns", "avg_turns", "function_calling_turns", "calls",
+               "avg_calls_per_turn", "avg_apis_per_turn"]
+    rows = [[_e(name.replace("_", " ")), *[_number(stats.get(name)) for _, stats in columns]] for name in figures]
+    acts = sorted({act for _, stats in columns for act in (stats.get("dialog_acts") or {})})
+    kinds = sorted({kind for _, stats in columns for kind in (stats.get("complexities") or {})})
+    rows += [[f"dialog act <code>{_e(act)}</code>", *[_number((stats.get("dialog_acts") or {}).get(act, 0))
+                                                    for _, stats in columns]] for act in acts]
+    rows += [[f"complexity {_e(kind)}", *[_number((stats.get("complexities") or {}).get(kind, 0)) for _, stats in columns]]
+             for kind in kinds]
+    return _table(["", *[name for name, _ in columns]], rows)
+
+
 def render_html(report: ReportData, charts: Sequence[Chart]) -> str:
     by_section = {name: [c for c in charts if c.section == name] for name in SECTIONS}
     bodies = {
@@ -858,6 +884,9 @@ def render_html(report: ReportData, charts: Sequence[Chart]) -> str:
     }
     sections = "".join(f'<section id="{key}"><h2>{_e(title)}</h2>{bodies[key]}</section>'
                        for key, title in SECTIONS.items())
+    if report.conversations:
+        sections = (f'<section id="conversations"><h2>Conversations (CONFETTI Table 2/3)</h2>'
+                    f"{_conversations_html(report.conversations)}</section>") + sections
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>QA report: {_e(report.title)}</title><style>{_CSS}</style></head><body><main>"

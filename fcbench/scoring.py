@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from fcbench.config import LLMConfig
 from fcbench.errors import UserError
 from fcbench.jsonl import iter_json_lines, read_json_or_lines
 
@@ -24,6 +25,11 @@ class ScoreResult:
     metric: str
     summary: dict[str, Any]
     items: list[dict[str, Any]]
+    # printed before the report: which parts were not graded by an LLM (metrics with judges)
+    first_line: str | None = None
+    # why the result cannot be used although it was computed (an LLM judge that gave no usable
+    # verdict at all): the command prints the report, then this line, and exits 1
+    unusable: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"metric": self.metric, "summary": self.summary, "items": self.items}
@@ -89,10 +95,10 @@ def score_bfcl_files(questions: list[Path], answers: list[Path], predictions: Pa
 def score_nestful_files(predictions: Path, gold: Path | None, tools_module: Path | None, compat: bool) -> ScoreResult:
     from fcbench.score.nestful import score_nestful
 
-    lines = read_prediction_lines(predictions)
-    broken = [line for line in lines if isinstance(line, str)]
-    if broken:
-        raise UserError(f"{predictions}: {broken[0]}")
+    every_line = read_prediction_lines(predictions)
+    # A line that cannot be read names no sample: it is an item of its own (item i stays line i),
+    # counted in the summary, and the readable lines are scored.
+    lines = [line for line in every_line if not isinstance(line, str)]
     gold_by_id = None
     if gold is not None:
         gold_by_id = {}
@@ -109,7 +115,12 @@ def score_nestful_files(predictions: Path, gold: Path | None, tools_module: Path
             raise UserError(f"{tools_module}: no such tools module")
         with PythonEnvironment(tools_module) as environment:
             report = score_nestful(lines, gold_by_id, compat, environment_executor(environment))  # type: ignore[arg-type]
-    return ScoreResult("nestful", dict(report.summary), list(report.items))
+    scored = iter(report.items)
+    items = [{"id": None, "error_type": "unreadable_prediction", "error": line} if isinstance(line, str) else next(scored)
+             for line in every_line]
+    summary = dict(report.summary)
+    summary["unreadable_lines"] = len(every_line) - len(lines)
+    return ScoreResult("nestful", summary, items)
 
 
 # ----------------------------------------------------------------------------------------- CallNavi
@@ -170,20 +181,92 @@ def _readable_lines(predictions: Path) -> list[dict[str, Any]]:
     return lines  # type: ignore[return-value]
 
 
-def score_complexeval_files(predictions: Path, gold: Path | None, gold_format: str) -> ScoreResult:
-    """Prediction lines are saved trajectories `{"id", "turns": [[calls...], ..., "final text"]}`."""
-    from fcbench.score.complexeval import score_complexeval
+@dataclass(frozen=True)
+class JudgeSettings:
+    """The LLM that grades (None: the rule-based stand-ins, for the reason in `offline_because`)
+    and the SQLite file its verdicts are cached in."""
 
-    report = score_complexeval(_gold_samples(gold, gold_format, "complexeval"), _readable_lines(predictions))
-    return ScoreResult("complexeval", report.summary, report.items)
+    llm: LLMConfig | None = None
+    cache: Path | None = None
+    offline_because: str = "no LLM configured: give --llm-model, or --pipeline with an llm block"
 
 
-def score_confetti_files(predictions: Path, gold: Path | None, gold_format: str) -> ScoreResult:
-    """Prediction lines are `{"id", "result": [{"func": {"arg": value}}]}` and/or `{"id", "dialog_acts"}`."""
-    from fcbench.score.confetti import score_confetti
+def score_complexeval_files(predictions: Path, gold: Path | None, gold_format: str, compat: bool = False,
+                            judges: JudgeSettings = JudgeSettings()) -> ScoreResult:
+    """Prediction lines are saved trajectories `{"id", "turns": [[calls...], ..., "final text"]}`;
+    `compat` gives the published runner's verdicts (fcbench.score.complexeval_compat). With an
+    LLM, calls the rules cannot decide go to the recorded responses, then to the LLM judge, and
+    completeness and correctness are LLM-judged; else the rule-based stand-ins, said first."""
+    from fcbench.score.complexeval import (COMPLEXFUNCBENCH_OPTIONAL_FUNCTIONS, ComplexEvalOptions, judges_line,
+                                           score_complexeval)
+    from fcbench.score.complexeval_compat import score_compat
 
-    report = score_confetti(_gold_samples(gold, gold_format, "confetti"), _readable_lines(predictions))
-    return ScoreResult("confetti", report.summary, report.items)
+    samples = _gold_samples(gold, gold_format, "complexeval")
+    lines = _readable_lines(predictions)
+    options = ComplexEvalOptions()
+    if gold_format == "complexfuncbench":  # the benchmark's own rule: its location look-ups are free
+        options = ComplexEvalOptions(optional_functions=COMPLEXFUNCBENCH_OPTIONAL_FUNCTIONS)
+    if judges.llm is None:
+        report = score_compat(samples, lines) if compat else score_complexeval(samples, lines, options)
+        first_line = f"{judges_line(report.summary['judges'])} ({judges.offline_because})"
+        return ScoreResult("complexeval", {"judges_note": first_line, **report.summary}, report.items, first_line)
+    if judges.cache is None:
+        raise UserError("an LLM judge needs a cache file for its verdicts")
+    from fcbench.complexeval_judges import LLMJudges, judged_options
+    from fcbench.environments.recorded import RecordedEnvironment
+    from fcbench.score.complexeval import response_match_layer
+    from fcbench.score.complexeval_compat import CompatOptions
+
+    # online whatever the llm block says: the protocol waits for each verdict before it goes on
+    with LLMJudges(judges.llm.model_copy(update={"mode": "online"}), judges.cache) as llm_judges:
+        if compat:
+            # the reference's paid layers, in its order: the response comparison, then the LLM
+            response_layer = response_match_layer(RecordedEnvironment.from_samples(samples))
+            report = score_compat(samples, lines, completeness_judge=llm_judges.completeness_judge,
+                                  correctness_judge=llm_judges.correctness_judge,
+                                  options_for=lambda sample: CompatOptions(
+                                      layers=[response_layer, llm_judges.equivalence_layer(sample)]))
+        else:
+            report = score_complexeval(samples, lines, completeness_judge=llm_judges.completeness_judge,
+                                       correctness_judge=llm_judges.correctness_judge,
+                                       options_for=judged_options(samples, llm_judges, options))
+        first_line = judges_line(report.summary["judges"])
+        summary = {"judges_note": first_line, **report.summary, "judge_llm": llm_judges.summary()}
+    verdicts = llm_judges.verdicts
+    asked = sum(n for key, n in verdicts.items() if not key.endswith(":rule_no_answer"))
+    errors = sum(n for key, n in verdicts.items() if key.endswith(":judge_error"))
+    unusable = (f"the LLM judge {judges.llm.model} gave no usable verdict ({errors} judge_errors)"
+                if asked and errors == asked else None)
+    return ScoreResult("complexeval", summary, report.items, first_line, unusable)
+
+
+def score_confetti_files(predictions: Path, gold: Path | None, gold_format: str,
+                         judges: JudgeSettings = JudgeSettings()) -> ScoreResult:
+    """Prediction lines are `{"id", "result": [{"func": {"arg": value}}]}` and/or `{"id",
+    "dialog_acts"}` or `{"id", "response": "text"}` (the response-quality set: the acts are
+    classified). Dialog acts and parameter validity are graded by the LLM when one is configured,
+    else by the rule-based stand-ins; the first line says which."""
+    from fcbench.confetti_judges import score_offline, score_with_llm
+
+    samples = _gold_samples(gold, gold_format, "confetti")
+    every_line = read_prediction_lines(predictions)
+    # An unreadable line names no turn: it is an item of its own (item i stays line i), counted.
+    lines = [line for line in every_line if not isinstance(line, str)]
+    if judges.llm is None:
+        judged = score_offline(samples, lines, judges.offline_because)
+    else:
+        if judges.cache is None:
+            raise UserError("an LLM judge needs a cache file for its verdicts")
+        judged = score_with_llm(samples, lines, judges.llm, judges.cache)
+    unusable = None
+    if judged.nothing_usable:
+        unusable = (f"the LLM judge {judges.llm.model} gave no usable verdict "
+                    f"({judged.report.summary['errors']['judge_error']} items with a judge_error)")
+    scored = iter(judged.report.items)
+    items = [{"id": None, "error": "unreadable_prediction", "detail": line} if isinstance(line, str) else next(scored)
+             for line in every_line]
+    summary = {**judged.report.summary, "unreadable_lines": len(every_line) - len(lines)}
+    return ScoreResult("confetti", summary, items, judged.first_line, unusable)
 
 
 # ------------------------------------------------------------------------------------ registry
@@ -198,6 +281,7 @@ class ScoreRequest:
     gold_format: str = "fcbench"
     tools_module: Path | None = None
     compat: bool = False
+    judges: JudgeSettings = JudgeSettings()
 
 
 def _bfcl(request: ScoreRequest) -> ScoreResult:
@@ -217,9 +301,11 @@ METRICS: dict[str, Any] = {
     "bfcl": _bfcl,
     "nestful": lambda r: score_nestful_files(r.predictions, r.gold, r.tools_module, r.compat),
     "callnavi": _callnavi,
-    "complexeval": lambda r: score_complexeval_files(r.predictions, r.gold, r.gold_format),
-    "confetti": lambda r: score_confetti_files(r.predictions, r.gold, r.gold_format),
+    "complexeval": lambda r: score_complexeval_files(r.predictions, r.gold, r.gold_format, r.compat, r.judges),
+    "confetti": lambda r: score_confetti_files(r.predictions, r.gold, r.gold_format, r.judges),
 }
+# the metrics graded in part by an LLM judge (`--llm-model`, `--pipeline`, `--offline`)
+LLM_JUDGED_METRICS = ("complexeval", "confetti")
 
 
 def score_files(metric: str, request: ScoreRequest) -> ScoreResult:

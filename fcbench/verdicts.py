@@ -14,8 +14,9 @@ from typing import Any, Sequence
 from fcbench.answers import AnswerComparison, NumberMode, answers_match
 from fcbench.call_format import check_call_format
 from fcbench.config import FilterConfig
+from fcbench.constraints import pick_problems
 from fcbench.execution import GoldPathResult
-from fcbench.grounding import ungrounded_values
+from fcbench.grounding import grounding_report
 from fcbench.references import is_reference
 from fcbench.sample import Sample
 from fcbench.validate import semantic_problems
@@ -42,6 +43,10 @@ class Verdict:
     reason: str | None = None  # e.g. "format.missing_required", "execution.timeout"
     detail: str | None = None  # what exactly, for a person
     notes: list[str] = field(default_factory=list)  # reported, not rejected (grounding in report mode)
+    # argument values the query implies, each with the rule that explains it (fcbench.grounding)
+    derived: list[dict[str, Any]] = field(default_factory=list)
+    # values no rule explains, left to the semantic check instead of rejected here
+    deferred: list[str] = field(default_factory=list)
 
     @property
     def kept(self) -> bool:
@@ -66,8 +71,12 @@ _SEMANTIC_REASONS = (("unknown tool", "format.unknown_tool"), ("reference", "for
                      ("duplicate label", "format.duplicate_label"), ("no call has label", "format.acceptable_label"))
 
 
-def static_verdict(sample: Sample, settings: FilterConfig) -> Verdict:
-    """Format and grounding checks, no execution. PASSED means: go on and execute."""
+def static_verdict(sample: Sample, settings: FilterConfig, semantic_check: bool = False) -> Verdict:
+    """Format and grounding checks, no execution. PASSED means: go on and execute.
+
+    A value that no grounding rule explains rejects the sample (grounding: reject) unless a semantic
+    check follows (`semantic_check`): then that check, which reads the query and the responses,
+    decides, and only what it rejects is rejected. Without one the check fails closed."""
     for where, message in semantic_problems(sample):
         if where == "difficulty":
             continue  # derived, rewritten on output
@@ -79,11 +88,17 @@ def static_verdict(sample: Sample, settings: FilterConfig) -> Verdict:
             if issue is not None:
                 return _reject(sample.id, FilterCategory.FAILED_FORMAT, f"format.{issue.kind}",
                                f"{call.label}: {issue.message}")
-    ungrounded = ungrounded_values(sample)
-    notes = [f"ungrounded value {value.describe()}" for value in ungrounded]
-    if ungrounded and settings.grounding == "reject":
-        return _reject(sample.id, FilterCategory.FAILED_GROUNDING, "grounding.ungrounded_value", "; ".join(notes))
-    return Verdict(sample.id, FilterCategory.PASSED, notes=notes)
+    report = grounding_report(sample)
+    notes = [f"ungrounded value {value.describe()}" for value in report.ungrounded]
+    derived = [value.as_dict() for value in report.derived]
+    if report.ungrounded and settings.grounding == "reject":
+        if not semantic_check:
+            verdict = _reject(sample.id, FilterCategory.FAILED_GROUNDING, "grounding.ungrounded_value", "; ".join(notes))
+            verdict.derived = derived
+            return verdict
+        return Verdict(sample.id, FilterCategory.PASSED, derived=derived,
+                       deferred=[value.describe() for value in report.ungrounded])
+    return Verdict(sample.id, FilterCategory.PASSED, notes=notes, derived=derived)
 
 
 # ------------------------------------------------------------------------------- execution checks
@@ -110,6 +125,9 @@ def execution_verdict(sample: Sample, runs: Sequence[GoldPathResult], comparison
         if "response" in before.model_fields_set and not answers_match(after.response, before.response, comparison):
             return _reject(sample.id, FilterCategory.FAILED_REPRODUCTION, "reproduction.response_mismatch",
                            f"{before.label} ({before.name}) answered differently from its recorded response")
+    picks = pick_problems(first.sample)
+    if picks:  # the query's constraint must single out the entry the path reads: one valid path
+        return _reject(sample.id, FilterCategory.FAILED_REPRODUCTION, "reproduction.pick_not_unique", picks[0])
     for attempt, run in enumerate(runs[1:], start=2):
         if run.path != first.path:
             return _reject(sample.id, FilterCategory.FAILED_REPRODUCTION, "reproduction.nondeterministic",

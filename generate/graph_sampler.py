@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from fcbench.constraints import PickSpec, choose_pick, parse_path as parse_field_path
 from fcbench.environments import Environment
 from fcbench.grounding import ungrounded_values
 from fcbench.references import format_reference
@@ -333,6 +334,7 @@ class PlanNode:
     subject: str | None = None  # a lookup: the name the user gave
     label: str = ""
     picked: int | None = None  # entry of a result list this call read (for "the second flight")
+    pick_text: str | None = None  # or the constraint that picks it ("the cheapest flight leaving before 10 am")
     journey: bool | None = None  # a call of two places: whether the first one is in the home city
 
 
@@ -352,6 +354,9 @@ class DraftContext:
     # from earlier drafts that executed, drawn at random for a tool not seen yet
     journeys: Mapping[str, bool] = field(default_factory=dict)
     values: dict[str, dict[str, Any]] = field(default_factory=dict)  # slot -> the draft's value
+    # tool -> how an entry of its results may be picked by a constraint (fcbench.constraints)
+    picks: Mapping[str, PickSpec] = field(default_factory=dict)
+    pick_records: list[dict[str, Any]] = field(default_factory=list)  # the draft's picks (meta.picks)
     used_places: set[str] = field(default_factory=set)
     nodes: list[PlanNode] = field(default_factory=list)
 
@@ -572,8 +577,18 @@ def _resolve_group(ctx: DraftContext, node: PlanNode, group: FedArguments,
             raise PlanFailed(f"{source.tool} gave no {'.'.join(str(p) for p in first_path[:cut])}") from None
         if not isinstance(entries, list) or not entries:
             raise PlanFailed(f"{source.tool} gave an empty list for {node.tool}")
-        # a lookup's first entry is the match for the name the user gave; otherwise pick one of the first few
+        # a lookup's first entry is the match for the name the user gave; otherwise an entry a
+        # constraint singles out ("the cheapest hotel rated above 8", when the dataset has pick
+        # rules for the tool), or one of the first few
         index = 0 if source.subject is not None else ctx.rng.randrange(min(PICK_AMONG, len(entries)))
+        spec = ctx.picks.get(source.tool) if source.subject is None else None
+        pick = None
+        if spec is not None and parse_field_path(spec.list_path) == tuple(p for p in first_path[:cut] if p is not None):
+            pick = choose_pick(entries, spec, ctx.rng)
+        if pick is not None:
+            index = pick.index
+            node.pick_text = pick.text
+            ctx.pick_records.append({"reader": node.label, "source": source.label, **pick.record})
         if source.subject is None:
             node.picked = index
     references, values = {}, {}
@@ -672,6 +687,8 @@ def _say_reference(ctx: DraftContext, source: PlanNode, reader: PlanNode, extra:
     details of the Hyde Park attraction)."""
     if source.subject is not None:
         return source.subject
+    if reader.pick_text is not None:
+        return reader.pick_text
     noun = ctx.phrases.nouns.get(source.tool) or (extra[0] if extra else "result")
     if reader.picked is not None:
         return f"the {ORDINALS[reader.picked]} {noun}"
@@ -701,16 +718,18 @@ class ProposedDraft:
     calls: list[list[Call]]
     slot_values: dict[str, Any]
     journeys: dict[str, bool]  # what this draft's two-place calls did (they executed)
+    picks: list[dict[str, Any]] = field(default_factory=list)  # constraints that picked entries (meta.picks)
 
 
 def propose_draft(request: DraftRequest, graph: FeedGraph, pools: ValuePools, phrases: PhraseBook,
-                  environment: Environment, tools: Sequence[Tool]) -> ProposedDraft:
+                  environment: Environment, tools: Sequence[Tool],
+                  picks: Mapping[str, PickSpec] | None = None) -> ProposedDraft:
     """Plan, execute and phrase one draft; `PlanFailed` says why this attempt did not work."""
     rng = random.Random(request.seed)
     cities = place_groups(pools)
     trip, home = (rng.sample(cities, 2) if len(cities) >= 2 else (cities[0], cities[0]) if cities else (None, None))
     ctx = DraftContext(graph, pools, phrases, rng, set(request.allowed), set(request.domains), trip, home,
-                       journeys=request.journeys)
+                       journeys=request.journeys, picks=picks or {})
     for goal_index, goal in enumerate(request.goals):
         plan_call(ctx, goal, trip, goal_index)
     if max(node.depth for node in ctx.nodes) + 1 > request.max_steps:
@@ -722,7 +741,7 @@ def propose_draft(request: DraftRequest, graph: FeedGraph, pools: ValuePools, ph
     if ungrounded:
         raise PlanFailed(f"the query does not state {ungrounded[0].describe()}")
     journeys = {node.tool: node.journey for node in ctx.nodes if node.journey is not None}
-    return ProposedDraft(query, calls, dict(sorted(ctx.values.items())), journeys)
+    return ProposedDraft(query, calls, dict(sorted(ctx.values.items())), journeys, ctx.pick_records)
 
 
 # --------------------------------------------------------------------------- tool subsets
@@ -745,7 +764,7 @@ def cross_domain_flags(count: int, ratio: float, seed: int) -> list[bool]:
 
 
 def sample_tool_subset(index: int, cross: bool, graph: FeedGraph, sizes: Sequence[int], seed: int,
-                       plannable_only: bool = True) -> ToolSubset:
+                       plannable_only: bool = True, chain_bias: float = 2.0) -> ToolSubset:
     """Pick the domain(s) and goal tool(s) of draft `index`, then offer the tools the goals need
     plus others of the same domain(s) up to the sampled size (distractors, as in ComplexFuncBench).
     An LLM drafts from any subset: without `plannable_only`, a catalog whose tools feed nothing
@@ -761,8 +780,9 @@ def sample_tool_subset(index: int, cross: bool, graph: FeedGraph, sizes: Sequenc
         goals_by_domain = {domain: [] for domain in dict.fromkeys(domain_of.values())}
     domains = list(goals_by_domain)
     picked = rng.sample(domains, 2) if cross and len(domains) >= 2 else [rng.choice(domains)]
-    # longer chains are what the benchmark is about: a goal weighs the square of its chain length
-    goals = tuple(rng.choices(goals_by_domain[domain], [chain_length(graph, g) ** 2 for g in goals_by_domain[domain]])[0]
+    # longer chains are what the benchmark is about: a goal weighs its chain length to the power
+    # `chain_bias` (stage1.chain_bias, 2 by default: the square)
+    goals = tuple(rng.choices(goals_by_domain[domain], [chain_length(graph, g) ** chain_bias for g in goals_by_domain[domain]])[0]
                   for domain in picked if goals_by_domain[domain])
     size = rng.choice(list(sizes))
     allowed = {name for name, domain in domain_of.items() if domain in picked}

@@ -21,10 +21,11 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from fcbench.catalog.openai import openai_tool_param
 from fcbench.config import PipelineConfig
+from fcbench.constraints import PICKS_META, PickRulesError, PickSpec, load_pick_rules
 from fcbench.context import DRAFTS, pipeline_catalog
 from fcbench.environments import Environment
 from fcbench.errors import UserError
@@ -43,6 +44,7 @@ from generate.slots import ValuePools, load_value_pools
 
 QUERY_PROMPT = PROMPTS / "stage1_query.txt"
 SOLVE_PROMPT = PROMPTS / "stage1_solve.txt"
+PICK_RULES = "pick_rules.json"  # beside the tools: how a constraint may pick an entry (fcbench.constraints)
 GRAPH_SAMPLER = "graph-sampler"
 MAX_ATTEMPTS = 24  # offline tries per draft (a plan may pick places a tool refuses together)
 
@@ -133,7 +135,7 @@ def _generate(pipeline: PipelineConfig, tools: list[Tool], graph: FeedGraph, poo
     for index, cross in enumerate(flags):
         try:
             subsets.append(sample_tool_subset(index, cross, graph, settings.tool_subset_sizes, pipeline.seed,
-                                              plannable_only=not use_llm))
+                                              plannable_only=not use_llm, chain_bias=settings.chain_bias))
         except PlanFailed as exc:
             subsets.append(None)
             subset_rejects[index] = {"id": draft_id(pipeline, index), "reason": "stage1.no_tool_subset", "detail": str(exc)}
@@ -188,37 +190,50 @@ def _run_offline(pipeline: PipelineConfig, tools: list[Tool], graph: FeedGraph, 
                  subsets: Sequence[ToolSubset | None], environment: Environment) -> list[Sample | dict[str, Any] | None]:
     phrases_file = PromptFile.load(phrases_path(pipeline), pipeline.resolve("."))
     phrases = PhraseBook.parse(phrases_file.text)
+    try:
+        picks = load_pick_rules(pipeline.dataset_path / PICK_RULES)
+    except PickRulesError as exc:
+        raise UserError(str(exc)) from None
     max_steps = pipeline.stages.stage1.max_steps
     journeys: dict[str, bool] = {}
     seen_queries: set[str] = set()
     outcomes: list[Sample | dict[str, Any] | None] = []
-    for index, subset in enumerate(subsets):
-        if subset is None:
-            outcomes.append(None)
-            continue
-        offered = [tool for tool in tools if tool.name in subset.tools]
-        failures: Counter[str] = Counter()
-        for attempt in range(MAX_ATTEMPTS):
-            request = DraftRequest(subset.goals, frozenset(subset.tools), frozenset(subset.domains),
-                                   f"{pipeline.seed}:stage1:{index}:{attempt}", max_steps, dict(journeys))
-            try:
-                proposed = propose_draft(request, graph, pools, phrases, environment, offered)
-            except PlanFailed as exc:
-                failures[str(exc)] += 1
-                continue
-            if proposed.query in seen_queries:
-                failures["the query repeats an earlier draft"] += 1
-                continue
-            seen_queries.add(proposed.query)
-            journeys.update(proposed.journeys)
-            outcomes.append(_offline_sample(pipeline, index, subset, offered, proposed.query, proposed.calls,
-                                            phrases_file, attempt + 1))
-            break
-        else:
-            outcomes.append({"id": draft_id(pipeline, index), "reason": "stage1.no_executable_path",
-                             "detail": f"{MAX_ATTEMPTS} attempts; most frequent problem: {failures.most_common(1)[0][0]}",
-                             "goals": list(subset.goals), "sampled_tools": list(subset.tools)})
+    with StageProgress("stage1 drafts", len(subsets)) as progress:
+        for index, subset in enumerate(subsets):
+            outcomes.append(_offline_outcome(pipeline, index, subset, tools, graph, pools, phrases, phrases_file,
+                                             environment, max_steps, journeys, seen_queries, picks))
+            progress.advance()
     return outcomes
+
+
+def _offline_outcome(pipeline: PipelineConfig, index: int, subset: ToolSubset | None, tools: list[Tool], graph: FeedGraph,
+                     pools: ValuePools, phrases: PhraseBook, phrases_file: PromptFile, environment: Environment,
+                     max_steps: int, journeys: dict[str, bool], seen_queries: set[str],
+                     picks: Mapping[str, PickSpec] | None = None) -> Sample | dict[str, Any] | None:
+    """One draft by the graph sampler (None for a subset that could not be sampled); `journeys`
+    and `seen_queries` carry what earlier drafts used, so drafts do not repeat each other."""
+    if subset is None:
+        return None
+    offered = [tool for tool in tools if tool.name in subset.tools]
+    failures: Counter[str] = Counter()
+    for attempt in range(MAX_ATTEMPTS):
+        request = DraftRequest(subset.goals, frozenset(subset.tools), frozenset(subset.domains),
+                               f"{pipeline.seed}:stage1:{index}:{attempt}", max_steps, dict(journeys))
+        try:
+            proposed = propose_draft(request, graph, pools, phrases, environment, offered, picks)
+        except PlanFailed as exc:
+            failures[str(exc)] += 1
+            continue
+        if proposed.query in seen_queries:
+            failures["the query repeats an earlier draft"] += 1
+            continue
+        seen_queries.add(proposed.query)
+        journeys.update(proposed.journeys)
+        return _offline_sample(pipeline, index, subset, offered, proposed.query, proposed.calls, phrases_file,
+                               attempt + 1, proposed.picks)
+    return {"id": draft_id(pipeline, index), "reason": "stage1.no_executable_path",
+            "detail": f"{MAX_ATTEMPTS} attempts; most frequent problem: {failures.most_common(1)[0][0]}",
+            "goals": list(subset.goals), "sampled_tools": list(subset.tools)}
 
 
 def _draft_domain(tools: Sequence[Tool], calls: Sequence[Sequence[Call]]) -> str | list[str]:
@@ -228,7 +243,8 @@ def _draft_domain(tools: Sequence[Tool], calls: Sequence[Sequence[Call]]) -> str
 
 
 def _offline_sample(pipeline: PipelineConfig, index: int, subset: ToolSubset, offered: list[Tool], query: str,
-                    calls: list[list[Call]], phrases: PromptFile, attempts: int) -> Sample:
+                    calls: list[list[Call]], phrases: PromptFile, attempts: int,
+                    picks: Sequence[dict[str, Any]] = ()) -> Sample:
     return Sample(
         id=draft_id(pipeline, index),
         domain=_draft_domain(offered, calls),
@@ -237,7 +253,8 @@ def _offline_sample(pipeline: PipelineConfig, index: int, subset: ToolSubset, of
         calls=calls,
         provenance=Provenance(stage="stage1", model=GRAPH_SAMPLER, prompt_file=phrases.shown_as,
                               prompt_hash=phrases.sha256, seed=pipeline.seed, sampled_tools=list(subset.tools)),
-        meta={"stage1": {"cross_domain": subset.cross_domain, "goals": list(subset.goals), "attempts": attempts}},
+        meta={"stage1": {"cross_domain": subset.cross_domain, "goals": list(subset.goals), "attempts": attempts},
+              **({PICKS_META: list(picks)} if picks else {})},
     )
 
 

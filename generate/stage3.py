@@ -33,6 +33,7 @@ from typing import Any, Sequence
 from fcbench.context import CANDIDATES, TEMPLATES
 from fcbench.catalog.openai import openai_tool_param
 from fcbench.config import FilterConfig, PipelineConfig
+from fcbench.constraints import PICKS_META, first_entries, pick_problems, repoint
 from fcbench.environments import Environment
 from fcbench.errors import UserError
 from fcbench.execution import execute_gold_path
@@ -112,16 +113,36 @@ def check_variant(template: Sample, variant: Sample, accepted: Sequence[Sample],
     shape = static_verdict(variant, settings.model_copy(update={"grounding": "report"}))
     if not shape.kept:
         raise VariantRejected(shape.reason or "format.invalid", shape.detail or "")
+    try:
+        result = _executed(variant, environment)
+    except VariantRejected as rejected:
+        if rejected.reason != "execution.bad_reference" or not variant.meta.get(PICKS_META):
+            raise
+        result = _executed(first_entries(variant), environment)  # the picked entry is past the end of a shorter list
+    # a constraint of the query ("the cheapest hotel") may pick another entry in the variant's own
+    # responses: the references follow it, and the moved path is executed again
+    for _ in range(len(variant.meta.get(PICKS_META) or [])):
+        moved, changed = repoint(result.sample)
+        if not changed:
+            break
+        result = _executed(moved, environment)
+    problems = pick_problems(result.sample)
+    if problems:
+        raise VariantRejected("stage3.pick_not_unique", problems[0])
+    grounded = static_verdict(result.sample, settings)
+    if not grounded.kept:
+        raise VariantRejected(grounded.reason or "grounding.ungrounded_value", grounded.detail or "")
+    return result.sample
+
+
+def _executed(variant: Sample, environment: Environment) -> Any:
     result = execute_gold_path(variant, environment)
     if not result.ok:
         failed = result.failure
         reason = failed.outcome.reason.value if failed and failed.outcome.reason else "not_run"
         where = f"{failed.label} ({failed.name}): {failed.outcome.error}" if failed else "the path did not run"
         raise VariantRejected(f"execution.{reason}", where)
-    grounded = static_verdict(result.sample, settings)
-    if not grounded.kept:
-        raise VariantRejected(grounded.reason or "grounding.ungrounded_value", grounded.detail or "")
-    return result.sample
+    return result
 
 
 # ------------------------------------------------------------------------------- variants
@@ -134,7 +155,10 @@ def make_variant(template: Sample, number: int, query: str, calls: list[list[Cal
         messages[user_turns[-1]]["content"] = query
     else:  # a template without a user turn (the schema allows it): the variant's query becomes one
         messages.append({"role": "user", "content": query})
-    extra = {key: value for key, value in template.meta.items() if key not in ("stage1", "stage2", "stage3")}
+    # the annotator's "derived" marks and the filter's grounding notes were about the template's
+    # values: a variant's values are checked afresh
+    extra = {key: value for key, value in template.meta.items()
+             if key not in ("stage1", "stage2", "stage3", "derived", "grounding")}
     variant = Sample(
         id=f"{template.id}-v{number}",
         messages=messages,
@@ -274,11 +298,13 @@ def _generate(pipeline: PipelineConfig, templates: list[Sample], pools: ValuePoo
         return _run_llm(pipeline, templates, pools, environment)
     assert pools is not None  # checked by run_stage3
     total = _Outcome()
-    for template in templates:
-        outcome = slot_variants(template, pools, settings.variants, pipeline.seed, settings.fill,
-                                environment, pipeline.stages.filter)  # type: ignore[arg-type]
-        total.candidates += outcome.candidates
-        total.rejects += outcome.rejects
+    with StageProgress("stage3 templates", len(templates)) as progress:
+        for template in templates:
+            outcome = slot_variants(template, pools, settings.variants, pipeline.seed, settings.fill,
+                                    environment, pipeline.stages.filter)  # type: ignore[arg-type]
+            total.candidates += outcome.candidates
+            total.rejects += outcome.rejects
+            progress.advance()
     return total, None
 
 

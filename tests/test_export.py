@@ -251,6 +251,10 @@ def test_template_split_never_puts_variants_of_one_template_in_two_splits(tmp_pa
     assert "| generate/prompts/rewrite.txt (abababababab) | 252 |" in card
     assert "- Annotators: 3 distinct, 252 samples annotated" in card
     assert "- Templates: 84; variants generated from a template: 252." in card
+    # the card's statistics: Table 3 columns and what makes samples hard, with the tokenizer named
+    assert "| domain | samples | avg steps | avg calls | avg context tokens (cl100k_base) |" in card
+    assert "| context tokens (cl100k_base) | samples |" in card
+    assert "Tokens counted with the cl100k_base BPE tokenizer" in card
 
 
 def test_domain_split_gives_one_loadable_split_per_domain(validated, tmp_path):
@@ -387,8 +391,10 @@ def test_bad_lines_go_to_the_export_rejects_with_their_reason(tmp_path, seeds):
 def test_nothing_exportable_is_a_user_error_with_the_rejects_kept(tmp_path):
     source = tmp_path / "validated.jsonl"
     source.write_text("not json\n", encoding="utf-8")
-    with pytest.raises(UserError, match="no sample could be exported"):
-        _export(source, tmp_path / "build")
+    from fcbench.jsonl import bad_line_policy
+
+    with bad_line_policy(1.0), pytest.raises(UserError, match="no sample could be exported"):
+        _export(source, tmp_path / "build")  # (the default policy refuses a file of only bad lines whole)
     assert json.loads((tmp_path / "build" / "export.rejects.jsonl").read_text())["reason"] == "not_json"
     assert not (tmp_path / "build" / "export").exists()
 

@@ -40,6 +40,10 @@ NOT_RUN = {
     "build-dataset mock-llm --script tests/data/mock_replies.jsonl": "serves until stopped (test_mock_server.py)",
     "build-dataset evaluate travel --model Qwen/Qwen2.5-7B-Instruct --base-url http://127.0.0.1:8000/v1 --limit 50 "
     "--json": "names a vLLM server on port 8000 (the other evaluate examples run against the mock)",
+    "build-dataset score --metric confetti --gold ../shared/external/confetti/possible_answer_BFCL_v2_dialogacts.json "
+    "--from confetti --predictions tests/data/predictions/confetti_dialogacts_responses.jsonl --llm-model gpt-4o-mini":
+    "needs a judge model that answers the prompts (this test's mock echoes them, every verdict unreadable: exit 1); "
+    "tests/test_confetti_judges.py runs the same command against the mock with scripted verdicts",
 }
 
 

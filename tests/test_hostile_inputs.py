@@ -58,8 +58,9 @@ def test_convert_keeps_every_good_line_and_rejects_each_bad_one(tmp_path_factory
     folder = tmp_path_factory.mktemp("convert")
     good, bad = _write(folder / "in.jsonl", lines, bom)
     out = folder / "out.jsonl"
-    result = runner.invoke(app, ["convert", str(folder / "in.jsonl"), "--from", "fcbench", "--to", "fcbench",
-                                 "-o", str(out), "--json"])
+    # every line read, however many are bad (the default policy refuses a mostly-bad file whole)
+    result = runner.invoke(app, ["--max-bad-share", "1", "convert", str(folder / "in.jsonl"), "--from", "fcbench",
+                                 "--to", "fcbench", "-o", str(out), "--json"])
     _ends_cleanly(result)
     summary = json.loads(result.stdout)
     # a hostile line that happens to be a valid sample cannot be told apart: count what was read

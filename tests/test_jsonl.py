@@ -1,7 +1,10 @@
 import os
 import stat
+from pathlib import Path
 
-from fcbench.jsonl import iter_json_lines, write_json, write_json_lines
+import pytest
+
+from fcbench.jsonl import TooManyBadLines, bad_line_policy, iter_json_lines, write_json, write_json_lines
 
 
 def test_atomic_writes_leave_readable_files_and_no_temporaries(tmp_path):
@@ -47,7 +50,8 @@ def _hostile_file(tmp_path):
 
 def test_each_hostile_line_is_a_reject_naming_its_line_and_the_good_lines_are_kept(tmp_path):
     path, kinds, _ = _hostile_file(tmp_path)
-    lines = list(iter_json_lines(path))
+    with bad_line_policy(1.0):  # 7 of its 10 lines are bad: read them all anyway
+        lines = list(iter_json_lines(path))
     assert [line.line_no for line in lines] == list(range(1, 11))
     assert lines[0].error is None and lines[8].error is None and lines[9].error is None  # BOM line kept
     errors = {kind: lines[n].error for n, kind in enumerate(kinds, start=1)}
@@ -67,12 +71,61 @@ def test_convert_keeps_the_good_samples_and_lists_every_hostile_line_in_its_reje
     from pathlib import Path
 
     build_dataset = str(Path(sys.executable).parent / "build-dataset")
-    done = subprocess.run([build_dataset, "convert", str(path), "--from", "fcbench",
+    done = subprocess.run([build_dataset, "--max-bad-share", "1", "convert", str(path), "--from", "fcbench",
                            "--to", "fcbench", "-o", str(out)], capture_output=True, text=True)
     assert "Traceback" not in done.stderr
     assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == good_ids
     rejects = [json.loads(line) for line in (tmp_path / "out.jsonl.rejects.jsonl").read_text().splitlines()]
     assert [r["source"] for r in rejects] == [f"{path}:{n}" for n in range(2, 2 + len(kinds))]
+
+
+def test_a_file_mostly_of_bad_lines_is_refused_whole_naming_the_share_and_the_first_bad_line(tmp_path):
+    path, _, _ = _hostile_file(tmp_path)  # 7 bad lines of 10: over the default 50 %
+    with pytest.raises(TooManyBadLines) as refused:
+        list(iter_json_lines(path))
+    assert str(refused.value).startswith(f"{path}: 7 of 10 lines are unreadable (70%), more than the 50% allowed; "
+                                         f"first: line 2: NaN is not a JSON number")
+    with bad_line_policy(0.75):
+        assert sum(line.error is not None for line in iter_json_lines(path)) == 7
+    few = tmp_path / "few.jsonl"
+    few.write_text('{"a": 1}\n{"b": \n{"c": 3}\n')  # 1 bad of 3: read, the bad one reported
+    assert [line.error is None for line in iter_json_lines(few)] == [True, False, True]
+
+
+def test_the_bad_line_share_comes_from_the_command_line_else_the_pipeline(tmp_path):
+    import json
+    import textwrap
+
+    from typer.testing import CliRunner
+
+    from fcbench.cli import app
+
+    path, _, good_ids = _hostile_file(tmp_path)
+    out = tmp_path / "out.jsonl"
+    runner = CliRunner()
+    refused = runner.invoke(app, ["convert", str(path), "--from", "fcbench", "--to", "fcbench", "-o", str(out)])
+    assert refused.exit_code == 1 and "7 of 10 lines are unreadable" in refused.output and not out.exists()
+    read = runner.invoke(app, ["--max-bad-share", "0.7", "convert", str(path), "--from", "fcbench", "--to", "fcbench",
+                               "-o", str(out)])
+    assert read.exit_code == 0, read.output
+    assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == good_ids
+    # a pipeline's stages read with its max_bad_line_share; the command line's option wins over it
+    tools = Path(__file__).resolve().parents[1] / "datasets" / "nestful-math" / "tools.py"
+    (tmp_path / "pipelines.yaml").write_text(textwrap.dedent(f"""\
+        pipelines:
+          m:
+            dataset_dir: .
+            max_bad_line_share: 0.8
+            environment: {{kind: python, module: {tools}, timeout_s: 5, workers: 1}}
+            stages:
+              filter: {{grounding: report, tolerance: {{mode: round_to_gold}}}}
+        """))
+    filtered = runner.invoke(app, ["filter", "m", "--file", str(tmp_path / "pipelines.yaml"), "--input", str(path), "--json"])
+    assert filtered.exit_code == 0, filtered.output
+    assert json.loads(filtered.stdout)["counts"]["passed"] == len(good_ids)
+    strict = runner.invoke(app, ["--max-bad-share", "0.5", "filter", "m", "--file", str(tmp_path / "pipelines.yaml"),
+                                 "--input", str(path), "--force"])
+    assert strict.exit_code == 1 and "more than the 50% allowed" in strict.output
 
 
 def test_a_published_file_read_as_fcbench_says_which_format_it_looks_like():
@@ -129,3 +182,20 @@ def test_progress_is_quiet_for_short_runs_and_logs_plain_lines_off_a_terminal():
     with StageProgress("filter", 1000, stream=stream, quiet_s=0, log_every_s=0) as slow:
         slow.advance(250)
     assert stream.getvalue().startswith("filter: 250/1,000 (25%), ") and "s left" in stream.getvalue()
+
+
+def test_depth_limit_is_exact_at_the_boundary():
+    from fcbench.jsonl import MAX_DEPTH, parse_json_line
+
+    def nested(levels: int, inner: str) -> bytes:
+        return ("[" * levels + inner + "]" * levels).encode()
+
+    assert parse_json_line(nested(MAX_DEPTH - 1, "1")) is not None  # the scalar is at depth MAX_DEPTH
+    parse_json_line(nested(MAX_DEPTH, ""))  # an empty list at depth MAX_DEPTH is within the limit
+    for levels, inner in ((MAX_DEPTH, "1"), (MAX_DEPTH + 1, ""), (MAX_DEPTH - 1, '{"a": 1}')):
+        try:
+            parse_json_line(nested(levels, inner))
+        except ValueError as exc:
+            assert "nested deeper" in str(exc)
+        else:
+            raise AssertionError(f"{levels} levels around {inner!r} should be too deep")

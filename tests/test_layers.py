@@ -20,6 +20,10 @@ STAGES = {
     "fcbench.export": "export",
     "fcbench.report": "report",
     "fcbench.evaluate": "evaluate",
+    "generate.conversation_stage1": "stage1-conversations",
+    "annotate.conversation_stage2": "stage2-conversations",
+    "fcbench.conversation_filter": "filter-conversations",
+    "fcbench.conversation_export": "export-conversations",
 }
 
 

@@ -107,12 +107,12 @@ def test_canonical_samples_give_the_union_of_their_tools(tmp_path):
     assert [f.code for f in lint_tools(tools) if f.code is Code.DUPLICATE_TOOL_NAME] == [Code.DUPLICATE_TOOL_NAME]
 
 
-def test_unknown_shape_and_broken_lines_are_user_errors_naming_the_file(tmp_path):
+def test_unknown_shape_and_mostly_broken_files_are_user_errors_naming_the_file(tmp_path):
     with pytest.raises(UserError, match=r"Questions/bank\.json: not a tool catalog"):
         load_tools_file(EXTERNAL / "callnavi/Questions/bank.json")
     broken = tmp_path / "tools.jsonl"
-    broken.write_text(json.dumps(BFCL_FUNCTION) + "\n{not json\n", encoding="utf-8")
-    with pytest.raises(UserError, match=r"tools\.jsonl:2: not valid JSON"):
+    broken.write_text(json.dumps(BFCL_FUNCTION) + "\n{not json\n[1,\n", encoding="utf-8")  # 2 bad lines of 3
+    with pytest.raises(UserError, match=r"tools\.jsonl: 2 of 3 lines are unreadable .* first: line 2: not valid JSON"):
         load_tools_file(broken)
     with pytest.raises(UserError, match="no such file"):
         load_tools_file(tmp_path / "missing.json")
@@ -242,3 +242,23 @@ def test_every_published_catalog_loads_and_lints():
     for catalog in catalogs:
         findings = lint_tools(load_tools_file(catalog))
         assert all(f.tool and f.message for f in findings), catalog
+
+
+def test_a_broken_line_of_a_json_lines_catalog_is_skipped_and_named(tmp_path):
+    from typer.testing import CliRunner
+
+    from fcbench.cli import app
+
+    from pathlib import Path
+
+    tools = json.loads((Path(__file__).resolve().parents[1] / "datasets" / "travel" / "tools.json").read_text())
+    path = tmp_path / "tools.jsonl"
+    path.write_text("\n".join([json.dumps(tool) for tool in tools[:3]] + ["{broken"] +
+                              [json.dumps(tool) for tool in tools[3:6]]) + "\n")
+    bad: list[str] = []
+    assert [tool.name for tool in load_tools_file(path, bad)] == [tool["function"]["name"] if "function" in tool
+                                                                  else tool["name"] for tool in tools[:6]]
+    assert bad == [f"{path}:4: not valid JSON (Expecting property name enclosed in double quotes at column 2)"]
+    result = CliRunner().invoke(app, ["lint-tools", str(path), "--json"])
+    assert result.exit_code == 0 and json.loads(result.stdout)["unreadable_lines"] == bad
+    assert CliRunner().invoke(app, ["lint-tools", str(path), "--strict"]).exit_code == 1

@@ -64,3 +64,32 @@ def test_execute_with_a_negative_timeout_is_refused():
     result = runner.invoke(app, ["execute", "x.jsonl", "--tools-module", "t.py", "--timeout", "-1"],
                            terminal_width=200)
     assert result.exit_code == 2 and "Invalid value for '--timeout'" in result.output  # a usage error
+
+
+def test_a_much_smaller_export_keeps_the_one_in_place_and_force_replaces_it(tmp_path):
+    from fcbench.export import previous_export_rows
+
+    seeds = Path(__file__).resolve().parents[1] / "datasets" / "nestful-math" / "seeds.jsonl"
+    pipelines = tmp_path / "pipelines.yaml"
+    pipelines.write_text("pipelines:\n  m:\n    dataset_dir: m\n    stages:\n"
+                         "      export: {split: template, ratios: {test: 1.0}, formats: [parquet]}\n")
+    lines = seeds.read_text().splitlines()
+    full, few = tmp_path / "full.jsonl", tmp_path / "few.jsonl"
+    full.write_text("\n".join(lines[:40]) + "\n")
+    few.write_text("\n".join(lines[:10]) + "\n")
+    export = ["export", "m", "--file", str(pipelines), "--json", "--input"]
+    first = runner.invoke(app, [*export, str(full)])
+    assert first.exit_code == 0, first.output
+    assert json.loads(first.stdout)["output_guard"] == {"previous_samples": None, "new_samples": 40,
+                                                        "replaced_previous": False}
+    build = tmp_path / "m" / "build"
+    before = {path: path.read_bytes() for path in (build / "export").rglob("*") if path.is_file()}
+    kept = runner.invoke(app, [*export, str(few)])
+    assert kept.exit_code == 1 and "kept the previous output" in kept.stderr and "fewer than 50% of the previous 40" in kept.stderr
+    assert {path: path.read_bytes() for path in (build / "export").rglob("*") if path.is_file()} == before
+    assert previous_export_rows(build / "export.new") == 10
+    assert json.loads((build / "export.summary.new.json").read_text())["output_guard"]["kept_previous_because"]
+    forced = runner.invoke(app, [*export, str(few), "--force"])
+    assert forced.exit_code == 0 and previous_export_rows(build / "export") == 10
+    assert json.loads(forced.stdout)["output_guard"] == {"previous_samples": 40, "new_samples": 10,
+                                                         "replaced_previous": True}

@@ -121,9 +121,11 @@ def test_html_has_every_section_and_its_images(build: Path) -> None:
     page = files.html.read_text()
     for key, heading in SECTIONS.items():
         assert f'<section id="{key}"><h2>{heading}</h2>' in page
-    # dataset 3 (difficulty, steps, depth) + corrections 2 + rejects 1 + evaluation 2 (outcomes, param types)
+    # dataset 4 (context length, difficulty, steps, depth) + corrections 2 + rejects 1
+    # + evaluation 2 (outcomes, param types)
     images = _images(page)
-    assert len(images) == files.images == 8
+    assert len(images) == files.images == 9
+    assert "avg context tokens (cl100k_base)" in page and "args from responses" in page
     assert all(__import__("base64").b64decode(png)[:8] == b"\x89PNG\r\n\x1a\n" for png in images)
     assert "http://" not in page and "https://" not in page  # nothing fetched from the network
     assert "gpt-4o" in page and "65.0%" in page and "96.6%" in page  # best model, pass rate 84/87

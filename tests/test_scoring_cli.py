@@ -130,3 +130,43 @@ def test_an_unknown_metric_lists_the_available_ones_and_an_empty_file_is_an_erro
     assert "unknown metric 'bleu', available: bfcl, nestful, callnavi, complexeval, confetti" in unknown.stderr
     empty = runner.invoke(app, ["score", "--metric", "nestful", "--predictions", str(predictions)])
     assert empty.exit_code == 1 and "no predictions in the file" in empty.stderr
+
+
+def test_complexeval_default_and_compat_on_the_help_example(tmp_path):
+    """tests/data/predictions/complexeval_trips.jsonl: Cross-12 gold with adults 2.0, Hotels-7 without its
+    free look-up, Hotels-7 repeating it, Car-Rental-3 answering without calls."""
+    from conftest import REPO
+
+    common = ["--metric", "complexeval", "--gold", str(REPO / "datasets" / "complexfuncbench-example" / "trips.jsonl"),
+              "--from", "complexfuncbench", "--predictions",
+              str(REPO / "tests" / "data" / "predictions" / "complexeval_trips.jsonl")]
+    default = _score(*common)
+    compat = _score(*common, "--compat")
+    verdicts = lambda out: [(i["success"], i["n_correct_calls"]) for i in out["items"]]  # noqa: E731
+    # default: 2.0 is JSON Schema's integer 2; ComplexFuncBench's look-ups are free; a repeat counts once
+    assert verdicts(default) == [(True, 5), (True, 1), (True, 2), (False, 0)]
+    # compat: the published runner's count includes the repeated look-up (3 correct of 2 gold calls)
+    assert verdicts(compat) == [(True, 5), (True, 1), (True, 3), (False, 0)]
+    assert compat["summary"]["mode"] == "compat" and compat["summary"]["errors"] == {"stop_early": 1}
+    assert default["summary"]["judges"]["rule_based"] and "RULE-BASED" in default["summary"]["judges_note"]
+
+
+def test_an_unreadable_prediction_line_is_its_own_item_and_the_other_lines_are_scored(tmp_path):
+    published = (EXTERNAL / "nestful" / "predictions" / "nestful_3-qwen3-8b-8bit-icl.jsonl").read_text().splitlines()[:6]
+    tools = Path(__file__).resolve().parents[1] / "datasets" / "nestful-math" / "tools.py"
+
+    def score(lines: list[str]) -> dict:
+        path = tmp_path / "predictions.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        result = runner.invoke(app, ["score", "--metric", "nestful", "--predictions", str(path), "--tools-module",
+                                     str(tools), "--json"])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    clean = score(published)
+    broken = score(published[:3] + ['{"sample_id": '] + published[3:])
+    assert broken["summary"]["unreadable_lines"] == 1 and clean["summary"]["unreadable_lines"] == 0
+    assert broken["items"][3]["error_type"] == "unreadable_prediction" and "line 4" in broken["items"][3]["error"]
+    assert broken["items"][:3] + broken["items"][4:] == clean["items"]  # item i is still line i
+    assert {k: v for k, v in broken["summary"].items() if k != "unreadable_lines"} == \
+        {k: v for k, v in clean["summary"].items() if k != "unreadable_lines"}

@@ -132,3 +132,33 @@ def test_filter_stage_runs_the_semantic_check_when_an_llm_is_configured(samples,
     assert {r["id"]: r["category"] for r in rejects} == {"Rome-Berlin": "failed_semantic", "Tokyo-Paris": "failed_semantic",
                                                         "Melbourne-Singapore": "failed_semantic"}
     assert offline.counts["passed"] == 4 and "failed_semantic" not in offline.counts
+
+
+def test_a_value_no_grounding_rule_explains_is_left_to_the_semantic_check_and_fails_closed_offline(environment, tmp_path):
+    def unexplained(origin: str, destination: str) -> Sample:
+        sample = flight_sample(origin, destination, environment)
+        step = [call.model_copy(update={"arguments": {**call.arguments, "departDate": "2025-06-14"}})
+                for call in sample.calls[1]]  # the query says June 12: no rule derives the 14th
+        return execute_gold_path(sample.model_copy(update={"calls": [sample.calls[0], step]}), environment).sample
+
+    deferred = [unexplained("Sydney", "London"), unexplained("Tokyo", "Paris")]
+    candidates = tmp_path / "candidates.jsonl"
+    candidates.write_text("".join(json.dumps(sample_to_dict(s)) + "\n" for s in deferred), encoding="utf-8")
+    with MockLLMServer(responder=judge) as server:
+        (tmp_path / "pipelines.yaml").write_text(
+            "pipelines:\n  travel:\n"
+            f"    dataset_dir: {tmp_path / 'dataset'}\n"
+            f"    tools: {TRAVEL / 'tools.json'}\n"
+            f"    environment: {{kind: python, module: {TRAVEL / 'tools.py'}, workers: 1}}\n"
+            f"    llm: {{model: mock-model, base_url: '{server.base_url}', max_retries: 0}}\n"
+            f"    stages:\n      filter: {{input: {candidates}, grounding: reject}}\n", encoding="utf-8")
+        pipeline = load_pipelines(tmp_path / "pipelines.yaml").get_pipeline("travel")
+        judged = run_filter_stage(pipeline)
+        kept = [json.loads(line) for line in (pipeline.build_dir / "validated.jsonl").read_text().splitlines()]
+        offline = run_filter_stage(pipeline, offline=True, force=True)  # nothing kept: --force writes it
+    # the judge accepts Sydney-London's arguments and rejects Tokyo-Paris's: only that one is rejected
+    assert judged.counts["passed"] == 1 and judged.reasons == {"semantic.unsupported_argument": 1}
+    assert kept[0]["meta"]["grounding"]["left_to_semantic_check"] == ['var_3.departDate="2025-06-14"']
+    assert judged.reasoning["deferred_to_semantic"] == 2 and judged.reasoning["deferred_rejected"] == 1
+    # without an LLM nothing can judge the value: the pipeline's grounding setting rejects it
+    assert offline.counts["failed_grounding"] == 2 and offline.counts["passed"] == 0

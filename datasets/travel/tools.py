@@ -41,13 +41,19 @@ HOTEL_SORTS = ("popularity", "price", "review_score", "distance", "class_descend
 HOTEL_SEARCH_TYPES = ("CITY", "DISTRICT", "LANDMARK", "HOTEL")
 ATTRACTION_SORTS = ("trending", "attr_book_score", "lowest_price")
 
-# Lists are cut to a few candidates: responses stay a few KB, as a model's context needs.
+# The full-size world (datasets/travel-full/tools.py) runs this module with WORLD_SIZE = "full" set
+# in its namespace first: the same rules, six times the hotels and whole result lists (ComplexFuncBench's
+# responses are long: finding the right entry in them is part of the task).
+FULL_WORLD = globals().get("WORLD_SIZE") == "full"
+
+# Lists are cut to a few candidates: responses stay a few KB, as a model's context needs (compact world).
 MAX_LOCATIONS = 5
-MAX_FLIGHT_OFFERS = 5
-MAX_HOTELS = 5
-MAX_CARS = 5
+MAX_FLIGHT_OFFERS = 80 if FULL_WORLD else 5
+MAX_HOTELS = 40 if FULL_WORLD else 5
+MAX_CARS = 8 if FULL_WORLD else 5
 MAX_PRODUCTS = 5
 MAX_DESTINATIONS = 3
+HOTELS_PER_DISTRICT = 12 if FULL_WORLD else 2
 
 LANDMARK_HOTEL_RADIUS_KM = 5.0  # a LANDMARK hotel search covers this radius around the landmark
 RENTAL_DESK_REACH_KM = 25.0  # a car pick-up/drop-off point must be this close to a rental desk
@@ -179,6 +185,7 @@ LOW_COST_CARRIERS = frozenset({"JQ", "U2", "VY", "EW", "TR"})
 LOW_COST_MAX_KM = 4000.0
 
 HOTEL_NAME_ENDINGS = ("Grand Hotel", "Suites", "Boutique Hotel", "Residences", "Inn", "Park Hotel", "Plaza", "Lodge")
+HOTEL_NAME_SECOND = ("Annex", "Gardens", "Central", "Riverside")  # the full world's ninth hotel of a district on
 HOTEL_AMENITIES = ("Free WiFi", "Breakfast", "Fitness centre", "Swimming pool", "Spa", "Airport shuttle",
                    "Parking", "Restaurant", "Bar", "Family rooms", "Non-smoking rooms", "24-hour front desk")
 ROOM_TYPES = (  # name, maximum occupancy, bed, size in m2, price factor
@@ -387,12 +394,12 @@ def _city_places(city: City) -> list[Place]:
 
 
 def _district_hotels(city: City, district: str, latitude: float, longitude: float) -> list[Hotel]:
-    """Two hotels per district, every attribute derived from the district's name."""
+    """HOTELS_PER_DISTRICT hotels per district, every attribute derived from the district's name."""
     first_ending = _digest("hotel-name", city.code, district) % len(HOTEL_NAME_ENDINGS)
     hotels = []
-    for n in range(2):
+    for n in range(HOTELS_PER_DISTRICT):
         ending = HOTEL_NAME_ENDINGS[(first_ending + 3 * n) % len(HOTEL_NAME_ENDINGS)]
-        name = f"{district} {ending}"
+        name = f"{district} {ending}" + ("" if n < len(HOTEL_NAME_ENDINGS) else f" {HOTEL_NAME_SECOND[n % 4]}")
         key = f"{city.code}/hotel/{_slug(name)}"
         place = Place(key, "hotel", name, city,
                       round(latitude + (_unit(key, "lat") - 0.5) * 0.012, 6),

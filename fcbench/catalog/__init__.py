@@ -11,6 +11,7 @@ that loading one shape never requires the others.
 from __future__ import annotations
 
 import json
+import logging
 from enum import Enum
 from pathlib import Path
 from typing import Any, Callable
@@ -202,9 +203,14 @@ def _from_api_schema(specs: list[dict[str, Any]]) -> list[Tool]:
 
 
 # ------------------------------------------------------------------------------------------- file I/O
-def read_json_document(path: Path) -> Any:
-    """The file as one JSON value, or as the list of its lines when it is JSON Lines."""
-    text = path.read_text(encoding="utf-8")
+def read_json_document(path: Path, bad_lines: list[str] | None = None) -> Any:
+    """The file as one JSON value, or as the list of its lines when it is JSON Lines. A bad line
+    of a JSON Lines file is skipped (the bad-line policy of fcbench.jsonl) and reported: into
+    `bad_lines` as `FILE:LINE: problem`, or as a warning when no list is given."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        text = ""  # one line that is not UTF-8: read line by line below, which names it
     try:
         return json.loads(text)
     except json.JSONDecodeError:
@@ -212,17 +218,23 @@ def read_json_document(path: Path) -> Any:
     records = []
     for line in iter_json_lines(path):
         if line.error:
-            raise UserError(f"{path}:{line.line_no}: {line.error}")
+            problem = f"{path}:{line.line_no}: {line.error}"
+            if bad_lines is None:
+                logging.getLogger(__name__).warning("skipped %s", problem)
+            else:
+                bad_lines.append(problem)
+            continue
         records.append(line.value)
     return records
 
 
-def load_tools_file(path: str | Path) -> list[Tool]:
-    """Read a tool catalog of any supported shape and return canonical tools."""
+def load_tools_file(path: str | Path, bad_lines: list[str] | None = None) -> list[Tool]:
+    """Read a tool catalog of any supported shape and return canonical tools (bad lines of a JSON
+    Lines catalog as in `read_json_document`)."""
     path = Path(path)
     if not path.is_file():
         raise UserError(f"{path}: no such file")
-    document = read_json_document(path)
+    document = read_json_document(path, bad_lines)
     shape = detect_tools_shape(document)
     if shape is None:
         raise UserError(

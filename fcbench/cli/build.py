@@ -53,7 +53,12 @@ def stage1_command(
     With an LLM (`llm:` in pipelines.yaml) the model writes each query, then drafts its path by
     function calling against the pipeline's environment. Without one (or with --offline, or
     stages.stage1.offline: true) the graph sampler chains tools whose outputs feed later inputs.
-    Writes build/drafts.jsonl, build/drafts.rejects.jsonl and build/stage1.summary.json."""
+    Writes build/drafts.jsonl, build/drafts.rejects.jsonl and build/stage1.summary.json.
+
+    A `kind: conversation` pipeline samples scenarios (APIs, a complexity from the declared
+    distribution, reference time, minimum turns) into build/scenarios.jsonl, then drafts whole
+    conversations: a rule-based user and agent offline, an LLM user simulator and LLM agent
+    otherwise (turn cap and off-script replies are rejects with their reason)."""
     from fcbench.pipeline import run_stage
 
     result = run_stage("stage1", _load_pipeline(pipeline, file, record, batch), offline=offline, force=force).report
@@ -122,7 +127,9 @@ def stage2_push(
     prediction, flags what looks ambiguous, and imports each draft as a task pre-filled with the
     draft. Pushing again adds no duplicate and changes no task an annotator has touched.
     With --annotators N --overlap K each task is assigned to K of N annotators (from the pipeline's
-    seed), recorded in the task data as `assigned_annotators`."""
+    seed), recorded in the task data as `assigned_annotators`.
+    For a `kind: conversation` pipeline the tasks are whole conversations
+    (label_config/stage2_conversation.xml: edit turns and calls, tag dialog acts and complexities)."""
     from fcbench.pipeline import PushSettings, run_stage
 
     summary = run_stage("stage2 push", _load_pipeline(pipeline, file), PushSettings(count, annotators, overlap)).report
@@ -148,7 +155,9 @@ def stage2_pull(
     Checks: JSON that parses, tools that exist, arguments that fit the schema, references that
     resolve, and the path re-executed in the pipeline's environment (or its kept responses
     consistent). Failures go to build/templates.rejects.jsonl with the exact problem; QA of what
-    annotators fixed goes to build/stage2.qa.json."""
+    annotators fixed goes to build/stage2.qa.json. For a `kind: conversation` pipeline the gold
+    conversations are checked turn by turn (JSON, dialog acts, calls against the tools' schemas and
+    re-executed, required complexities present)."""
     from fcbench.pipeline import PullSettings, run_stage
 
     report = run_stage("stage2 pull", _load_pipeline(pipeline, file),
@@ -249,7 +258,8 @@ def filter_command(
     Checks run cheapest first: format (tools, parameters, required, types), grounding (argument
     values stated in the query or earlier responses), execution in the pipeline's environment,
     reproduction of the recorded answer and responses, repeated runs, and (with an LLM
-    configured) APIGen's semantic yes/no questions. Writes
+    configured) APIGen's semantic yes/no questions. A `kind: conversation` pipeline filters whole
+    conversations (grounding turn by turn, every call re-executed in order). Writes
     build/validated.jsonl, build/validated.rejects.jsonl (each with its reason) and
     build/filter.summary.json; a killed run resumes where it stopped."""
     from fcbench.pipeline import InputSettings, run_stage
@@ -292,17 +302,22 @@ def export(
     input_file: Optional[Path] = typer.Option(None, "--input", help="Export this canonical file instead of "
                                               "build/validated.jsonl."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
 ) -> None:
     """Export validated samples as Parquet splits in Hugging Face layout, with a dataset card.
 
+    A `kind: conversation` pipeline writes the function_calling and response_quality sets instead
+    (build/export/<set>/<split>-*.parquet, split by conversation) with CONFETTI's statistics.
     Writes build/export/data/<split>-0000i-of-0000N.parquet (one schema for every shard),
     build/export/README.md (card with YAML front matter, construction, statistics, limitations),
     a copy per format listed in stages.export.formats (build/export/<format>/), and
     build/export.summary.json. Lines that cannot be exported go to build/export.rejects.jsonl
-    with their reason. The same input and seed give byte-identical files."""
+    with their reason. The same input and seed give byte-identical files. An export much smaller
+    than the one in place (min_output_share) keeps it and goes to build/export.new/, exit 1,
+    unless --force."""
     from fcbench.pipeline import InputSettings, run_stage
 
-    summary = run_stage("export", _load_pipeline(pipeline, file), InputSettings(input_file)).report
+    summary = run_stage("export", _load_pipeline(pipeline, file), InputSettings(input_file), force=force).report
     if as_json:
         print_json(summary.as_dict())
         return
@@ -314,7 +329,11 @@ def export(
     for column in ("split", "rows", "shards"):
         table.add_column(column, justify="left" if column == "split" else "right")
     for split, info in summary.splits.items():
-        table.add_row(split, str(info["rows"]), str(info["shards"]))
+        if "rows" in info:
+            table.add_row(split, str(info["rows"]), str(info["shards"]))
+        else:  # a conversational export: one row per turn-level set
+            for set_name in ("function_calling", "response_quality"):
+                table.add_row(f"{split} ({set_name})", str(info[set_name]["rows"]), str(info[set_name]["shards"]))
     console.print(table)
     if summary.reasons:
         console.print(_count_table("rejects by reason", "reason", summary.reasons))
@@ -350,7 +369,9 @@ def report(
 
 
 # ------------------------------------------------------------------------------------------------ run
-@command(epilog="Example:  build-dataset run travel --offline   (then open datasets/travel/build/report.html)")
+@command(epilog="Examples:\n\n  build-dataset run travel --offline   (then open datasets/travel/build/report.html)\n\n"
+                 "  build-dataset run travel-chat --offline   (conversational: both CONFETTI sets in "
+                 "datasets/travel-chat/build/export/)")
 @user_errors
 def run(
     pipeline: str = typer.Argument(..., help="A pipeline declared in pipelines.yaml."),
@@ -364,7 +385,9 @@ def run(
     """Run every automatic stage of a pipeline, in order, and say where the results are.
 
     stage1 drafts, stage2 (the annotators' work, read from the Label Studio export named by
-    stages.stage2.export_file), stage3 variants, filter, export (Parquet + dataset card), report."""
+    stages.stage2.export_file), stage3 variants, filter, export (Parquet + dataset card), report.
+    A `kind: conversation` pipeline runs stage1 (scenarios, conversations), stage2, filter, export
+    (both CONFETTI sets) and report, e.g. `build-dataset run travel-chat --offline`."""
     from fcbench.pipeline import run_pipeline
 
     config = _load_pipeline(pipeline, file, record)

@@ -57,6 +57,23 @@ app = typer.Typer(
 )
 console = Console()
 
+# Whether `--max-bad-share` was given on this command line: then it wins over a pipeline's
+# `max_bad_line_share` (fcbench.jsonl's bad-line policy).
+_bad_share_given = False
+
+
+@app.callback()
+def _root(max_bad_share: float = typer.Option(
+        None, "--max-bad-share", min=0.0, max=1.0,
+        help="Every reader skips and reports a bad line (file:line); a file with a larger share of bad lines than "
+             "this is refused as a whole (default: the pipeline's max_bad_line_share, else 0.5; 1 never refuses). "
+             "Give it before the command: build-dataset --max-bad-share 1 convert ...")) -> None:
+    from fcbench.jsonl import DEFAULT_MAX_BAD_SHARE, set_bad_line_policy
+
+    global _bad_share_given
+    _bad_share_given = max_bad_share is not None
+    set_bad_line_policy(DEFAULT_MAX_BAD_SHARE if max_bad_share is None else max_bad_share)
+
 
 def _fail(message: str) -> None:
     print(f"error: {message}", file=sys.stderr)
@@ -95,6 +112,10 @@ def _load_pipeline(name: str, file: Path, record: bool = False, batch: bool = Fa
     from fcbench.config import load_pipelines
 
     pipeline = load_pipelines(file).get_pipeline(name)
+    if not _bad_share_given:
+        from fcbench.jsonl import set_bad_line_policy
+
+        set_bad_line_policy(pipeline.max_bad_line_share)
     if batch:
         if pipeline.llm is None:
             raise UserError(f"pipeline {name!r}: --batch needs an `llm:` block in {file}")

@@ -111,9 +111,12 @@ def stats(
 ) -> None:
     """Print dataset statistics of a benchmark file of any format.
 
-    Samples, average steps and calls per domain; difficulty splits (derived from the gold path,
-    and as published); nesting-depth and dependency-count distributions. Items the reader
-    rejects are counted with their reasons."""
+    Per domain, ComplexFuncBench's Table 3 (samples, average steps and calls) and what makes
+    samples hard: tokens of context (messages + tool specs + gold responses, cl100k_base BPE,
+    offline), the longest argument value, the share of samples whose arguments need values found
+    in responses, constraints per query; a context-length histogram; difficulty splits (derived
+    from the gold path, and as published); nesting-depth and dependency-count distributions.
+    Items the reader rejects are counted with their reasons."""
     from fcbench.formats import FormatOptions, read_samples
     from fcbench.stats import compute_stats
 
@@ -126,12 +129,17 @@ def stats(
 
 def _print_stats_tables(file: Path, result: Any) -> None:
     console.print(f"{file}: {result.samples} samples, {result.rejected} rejected", highlight=False, soft_wrap=True)
+    from fcbench.stats import TABLE_COLUMNS, hardness_lines, table_rows
+
     domains = Table(title="per domain")
-    for column in ("domain", "samples", "avg steps", "avg calls"):
+    for column in TABLE_COLUMNS:
         domains.add_column(column, justify="left" if column == "domain" else "right")
-    for row in result.domains:
-        domains.add_row(row.domain, str(row.samples), f"{row.avg_steps:.2f}", f"{row.avg_calls:.2f}")
+    for row in table_rows(result):
+        domains.add_row(*row)
     console.print(domains)
+    for line in hardness_lines(result):
+        console.print(line, highlight=False, soft_wrap=True)
+    console.print(_count_table(f"context length ({result.encoding} tokens)", "tokens", result.context_histogram))
     console.print(_count_table("difficulty (from the gold path)", "difficulty", result.difficulty))
     if result.published_difficulty:
         console.print(_count_table("difficulty (as published)", "label", result.published_difficulty))
@@ -168,12 +176,15 @@ def lint_tools_command(
     from fcbench.catalog import load_tools_file
     from fcbench.catalog.lint import OVERLAP_RATIO, count_by_code, has_errors, lint_tools
 
-    catalog = load_tools_file(file)
+    unreadable: list[str] = []
+    catalog = load_tools_file(file, unreadable)
     findings = lint_tools(catalog, overlap_ratio=OVERLAP_RATIO if overlap_threshold is None else overlap_threshold)
     if as_json:
-        print_json({"file": str(file), "tools": len(catalog),
+        print_json({"file": str(file), "tools": len(catalog), "unreadable_lines": unreadable,
                     "findings": [finding.as_dict() for finding in findings], "counts": count_by_code(findings)})
     else:
+        for problem in unreadable:
+            print(f"skipped {problem}", file=sys.stderr)
         table = Table(title=f"{file}: {len(catalog)} tools, {len(findings)} findings")
         for column in ("severity", "tool", "parameter", "code", "message"):
             # codes are what users grep for: keep them whole, let the message wrap instead
@@ -182,7 +193,7 @@ def lint_tools_command(
             table.add_row(finding.severity.value, finding.tool, finding.parameter or "", finding.code.value,
                           finding.message)
         console.print(table)
-    if strict and has_errors(findings):
+    if strict and (has_errors(findings) or unreadable):
         raise typer.Exit(1)
 
 
@@ -298,6 +309,15 @@ def _stages_table(name: str, pipeline: Any) -> Table:
         "export": f"split by {stages.export.split}, formats {', '.join(stages.export.formats)}",
     }
     declared = set(pipeline.declared_stages())
+    if pipeline.kind == "conversation":  # its own stages (fcbench.pipeline.CONVERSATION_STAGES): no stage3
+        chat = pipeline.conversation
+        shares = ", ".join(f"{key} {value:g}" for key, value in chat.complexities.items())
+        settings["stage1"] = (f"conversations: {'offline (rule-based)' if chat.offline else 'llm user and agent'}, "
+                              f"{chat.scenarios} scenarios, APIs {chat.api_subset_sizes}, complexities {shares}, "
+                              f"{chat.min_turns}-{chat.max_turns} user turns")
+        settings["export"] += " (function_calling and response_quality sets, by conversation)"
+        del settings["stage3"]
+        declared.add("stage1")
     table = Table(title=f"{name}: stages")
     for column in ("stage", "settings", "source"):
         table.add_column(column)

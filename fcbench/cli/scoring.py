@@ -14,6 +14,7 @@ from rich.table import Table
 
 from fcbench.cli.common import (_count_table, BATCH_HELP, _load_pipeline, app, console, print_json,
                                 user_errors)
+from fcbench.errors import UserError
 
 PANEL = "Scoring"
 command = functools.partial(app.command, rich_help_panel=PANEL)
@@ -28,6 +29,14 @@ SCORE_EPILOG = """Examples:
 
   build-dataset score --metric callnavi --questions ../shared/external/callnavi/Questions/bank.json --predictions tests/data/predictions/callnavi_bank_runs.jsonl
 
+  build-dataset score --metric complexeval --gold datasets/complexfuncbench-example/trips.jsonl --from complexfuncbench --predictions tests/data/predictions/complexeval_trips.jsonl
+
+  build-dataset score --metric complexeval --gold datasets/complexfuncbench-example/trips.jsonl --from complexfuncbench --predictions tests/data/predictions/complexeval_trips.jsonl --compat
+
+  build-dataset score --metric confetti --gold ../shared/external/confetti/possible_answer_BFCL_v2_dialogacts.json --from confetti --predictions tests/data/predictions/confetti_dialogacts_responses.jsonl --offline
+
+  build-dataset score --metric confetti --gold ../shared/external/confetti/possible_answer_BFCL_v2_dialogacts.json --from confetti --predictions tests/data/predictions/confetti_dialogacts_responses.jsonl --llm-model gpt-4o-mini
+
 Inputs per metric:
 
   bfcl: prediction lines {"id", "category", "result": [{"func": {"arg": value}}]}; --questions and
@@ -41,10 +50,23 @@ Inputs per metric:
   Questions/<domain>.json; several lines with one id are repeated runs (stability scores).
 
   complexeval: saved trajectories {"id", "turns": [[{"name", "arguments"}, ...], ..., "final text"]}
-  against --gold samples (any format, --from); summary in ComplexFuncBench's Table 2 shape.
+  against --gold samples (any format, --from); summary in ComplexFuncBench's Table 2 shape. With an
+  LLM (--llm-model or --pipeline's llm block, endpoint and key as for confetti below) calls are
+  compared by rules, then the gold's recorded responses, then the LLM judge, and completeness and
+  correctness (0-2) are LLM-judged, every verdict cached in --judge-cache (one at a time, online:
+  the protocol waits for each); without one (or with --offline) rule-based stand-ins judge, as the
+  report's first line says. With --from complexfuncbench its location look-ups are optional.
+  --compat reproduces the published ComplexFuncBench runner's verdicts, defects included
+  (bench/README.md lists how default mode differs).
 
   confetti: prediction lines {"id", "result": [{"func": {"arg": value}}]} and/or {"id",
-  "dialog_acts": [...]} against --gold (e.g. the CONFETTI ground truth with --from confetti)."""
+  "dialog_acts": [...]} or {"id", "response": "the model's text"} against --gold (e.g. the CONFETTI
+  ground truth with --from confetti). Responses are classified into dialog acts and predicted
+  values judged for hallucination by an LLM (--llm-model, or --pipeline's llm block; endpoint from
+  --base-url, the pipeline's llm.base_url or $OPENAI_BASE_URL, key from $OPENAI_API_KEY or the
+  variable named by llm.api_key_env), each verdict cached in --judge-cache; an unreadable verdict is
+  asked again once, then is that item's judge_error. Without an LLM (or with --offline) rule-based
+  stand-ins grade; the first line of the report says which parts no LLM graded."""
 
 
 @command(epilog=SCORE_EPILOG)
@@ -58,6 +80,20 @@ def score(
     gold_format: str = typer.Option("fcbench", "--from", help="Format of --gold for complexeval/confetti."),
     tools_module: Optional[Path] = typer.Option(None, "--tools-module", help="NESTful: Python tools to execute for win rate."),
     compat: bool = typer.Option(False, "--compat", help="Reproduce the published reference scorer exactly."),
+    llm_model: Optional[str] = typer.Option(None, "--llm-model", help="confetti: the LLM that classifies dialog acts "
+                                            "and judges parameter validity (default: --pipeline's llm.model)."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="The judge's OpenAI-compatible endpoint (default: "
+                                           "the pipeline's llm.base_url, else $OPENAI_BASE_URL)."),
+    pipeline: Optional[str] = typer.Option(None, "--pipeline", help="Take the judge's llm block (model, key variable, "
+                                           "concurrency, retries, prices) from this pipeline of --file."),
+    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file (with --pipeline)."),
+    offline: bool = typer.Option(False, "--offline", help="Grade with the rule-based stand-ins even when an LLM is "
+                                 "configured."),
+    judge_cache: Optional[Path] = typer.Option(None, "--judge-cache", help="SQLite file caching each verdict (default: "
+                                               "the pipeline's build/score/judges.sqlite, else "
+                                               "~/.cache/fcbench/judges.sqlite)."),
+    batch: bool = typer.Option(False, "--batch", help="confetti: send the judge's requests through the OpenAI Batch "
+                               "API (llm.mode: batch): half the price, answers within 24 h."),
     as_json: bool = typer.Option(False, "--json", help="Print {metric, summary, items} as one JSON object."),
 ) -> None:
     """Grade model predictions with the shared scorer.
@@ -65,16 +101,54 @@ def score(
     The JSON output is {metric, summary, items}; item i is the verdict for prediction line i."""
     from fcbench import scoring
 
-    request = scoring.ScoreRequest(predictions, tuple(questions), tuple(answers), gold, gold_format, tools_module, compat)
+    judges = _judge_settings(metric, llm_model, base_url, pipeline, file, offline, judge_cache, batch)
+    request = scoring.ScoreRequest(predictions, tuple(questions), tuple(answers), gold, gold_format, tools_module, compat,
+                                   judges)
     result = scoring.score_files(metric, request)
     if as_json:
         print_json(result.as_dict())
-        return
+        if result.first_line:  # stdout holds only JSON (summary.grading has the same sentence)
+            print(result.first_line, file=sys.stderr)
+    else:
+        _print_score(metric, compat, predictions, result)
+    if result.unusable:
+        raise UserError(result.unusable)
+
+
+def _judge_settings(metric: str, llm_model: str | None, base_url: str | None, pipeline: str | None, file: Path,
+                    offline: bool, judge_cache: Path | None, batch: bool) -> Any:
+    """Which LLM grades, resolved as `evaluate` resolves its model: --llm-model and --base-url over
+    the pipeline's llm block; no model anywhere (or --offline) grades with the rule-based stand-ins."""
+    import os
+
+    from fcbench import scoring
+    from fcbench.llm.judge import default_judge_cache, judge_llm_config
+
+    if (llm_model or base_url or pipeline or judge_cache or batch) and metric not in scoring.LLM_JUDGED_METRICS:
+        raise UserError(f"--llm-model, --base-url, --pipeline, --judge-cache and --batch configure the LLM judge of "
+                        f"{', '.join('--metric ' + m for m in scoring.LLM_JUDGED_METRICS)}; --metric {metric} has none")
+    if batch and metric == "complexeval":
+        raise UserError("--batch: ComplexEval's judges are asked one verdict at a time inside the protocol, online")
+    if offline:
+        return scoring.JudgeSettings(offline_because="--offline")
+    config = _load_pipeline(pipeline, file) if pipeline else None
+    llm = judge_llm_config(config.llm if config else None, llm_model, base_url, batch)
+    if llm is None:
+        return scoring.JudgeSettings()
+    cache = judge_cache or default_judge_cache(config.build_dir if config else None, os.environ)
+    return scoring.JudgeSettings(llm=llm, cache=cache)
+
+
+def _print_score(metric: str, compat: bool, predictions: Path, result: Any) -> None:
+    if result.first_line:
+        console.print(result.first_line, highlight=False, soft_wrap=True, markup=False)
     console.print(f"{metric}{' (compat)' if compat else ''}: {predictions}", highlight=False, soft_wrap=True)
     table = Table()
     table.add_column("measure")
     table.add_column("value", justify="right")
     for key, value in result.summary.items():
+        if key in ("grading", "judges_note"):  # said in words on the first line; --json has all of it
+            continue
         if isinstance(value, dict):
             value = ", ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in value.items())
         table.add_row(key, f"{value:.4f}" if isinstance(value, float) else str(value))
@@ -105,6 +179,15 @@ def evaluate(
                                     "gold steps (final answer and corrections) before it is cut off."),
     file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
     batch: bool = typer.Option(False, "--batch", help=BATCH_HELP),
+    judge_model: Optional[str] = typer.Option(None, "--judge-model", help="The LLM judge of call equivalence, "
+                                              "completeness and correctness (default: the pipeline's judge block; "
+                                              "none: rule-based stand-ins, said on the first line)."),
+    judge_base_url: Optional[str] = typer.Option(None, "--judge-base-url", help="The judge's OpenAI-compatible "
+                                                 "endpoint (default: the judge block's base_url, else $OPENAI_BASE_URL)."),
+    context_window: Optional[int] = typer.Option(
+        None, "--context-window", min=1, help="The model's context window in tokens (cl100k_base count of "
+        "messages + tools; default: llm.context_window). A request above it is not sent: the sample ends "
+        "there as context_overflow."),
     as_json: bool = typer.Option(False, "--json", help='Print {"model", "scores", "trajectories"} as JSON.'),
 ) -> None:
     """Run a model on an exported benchmark with ComplexFuncBench's ComplexEval protocol, then score it.
@@ -115,7 +198,13 @@ def evaluate(
     llm block. Writes build/eval/<model>/trajectories.jsonl (one line per sample as it finishes)
     and build/eval/<model>/scores.json (per-domain success rate, call accuracy, completeness,
     correctness, error taxonomy, per-parameter-type error rates). A re-run after a kill resumes:
-    finished samples are skipped and answered turns are replayed from the request cache."""
+    finished samples are skipped and answered turns are replayed from the request cache.
+
+    With a judge (--judge-model, or a `judge:` block in the pipeline), calls the rules cannot
+    decide go to the recorded responses, then to the LLM judge, and completeness and correctness
+    (0-2) are LLM-judged, as in the paper; verdicts are cached in build/eval/<model>/judges.sqlite,
+    an unusable verdict is asked again once and then recorded as judge_error. Without one, the
+    rule-based stand-ins judge, and the output and scores.json say so first."""
     from rich.progress import Progress
 
     from fcbench.pipeline import EvaluateSettings, run_stage
@@ -124,16 +213,24 @@ def evaluate(
     with Progress(console=Console(stderr=True), transient=True, disable=as_json) as progress:
         task = progress.add_task(f"evaluate {model}", total=None)
         settings = EvaluateSettings(model, base_url, split, input_file, limit, extra_turns, batch,
-                                    progress=lambda done, total: progress.update(task, completed=done, total=total))
+                                    progress=lambda done, total: progress.update(task, completed=done, total=total),
+                                    judge_model=judge_model, judge_base_url=judge_base_url,
+                                    context_window=context_window)
         result = run_stage("evaluate", config, settings).report
     if as_json:
+        from fcbench.score.complexeval import judges_line
+
         print_json(result.as_dict())
+        print(judges_line(result.judges), file=sys.stderr)  # stdout holds only JSON; "judges" has the same
         return
     _print_evaluation(result)
 
 
 def _print_evaluation(result: Any) -> None:
+    from fcbench.score.complexeval import judges_line
+
     scores = result.scores
+    console.print(judges_line(result.judges), highlight=False, soft_wrap=True)  # who judged, first
     console.print(f"evaluate {result.model}: {result.samples} samples from {result.source} "
                   f"({result.ran} run, {result.reused} reused from an earlier run)", highlight=False, soft_wrap=True)
     table = Table(title="ComplexEval per domain")
@@ -151,5 +248,8 @@ def _print_evaluation(result: Any) -> None:
                       highlight=False, soft_wrap=True)
     for reason, count in result.not_evaluated.items():
         print(f"warning: {count} samples not evaluated ({reason}); see {result.rejects_path}", file=sys.stderr)
+    if result.context_overflow:
+        print(f"warning: {len(result.context_overflow)} samples did not fit the context window (context_overflow: "
+              f"scored on the turns before it); see {result.scores_path}", file=sys.stderr)
     console.print(f"trajectories: {result.trajectories_path}\nscores:       {result.scores_path}", highlight=False,
                   soft_wrap=True)

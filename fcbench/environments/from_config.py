@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from fcbench.config import PipelineConfig
 from fcbench.context import pipeline_catalog
@@ -11,9 +11,10 @@ from fcbench.errors import UserError
 from fcbench.sample import Sample, Tool
 
 
-def pipeline_tools(pipeline: PipelineConfig, samples: Sequence[Sample]) -> list[Tool]:
+def pipeline_tools(pipeline: PipelineConfig, samples: Iterable[Sample]) -> list[Tool]:
     """The pipeline's catalog when it names one, else the tools the samples carry (first spec of
-    each name), so argument coercion always has a schema."""
+    each name), so argument coercion always has a schema. `samples` is iterated once, only when
+    the pipeline names no catalog (a stream of a large file is never held)."""
     catalog = pipeline_catalog(pipeline)
     if catalog is not None:
         return catalog
@@ -24,7 +25,7 @@ def pipeline_tools(pipeline: PipelineConfig, samples: Sequence[Sample]) -> list[
     return list(tools.values())
 
 
-def open_environment(pipeline: PipelineConfig, samples: Sequence[Sample]) -> Environment:
+def open_environment(pipeline: PipelineConfig, samples: Iterable[Sample]) -> Environment:
     settings = pipeline.environment
     if settings is None:
         raise UserError(f"pipeline {pipeline.name!r} declares no environment: add `environment:` to pipelines.yaml")
@@ -103,9 +104,23 @@ def _ray_environment(pipeline: PipelineConfig, tools: Sequence[Tool]) -> Environ
                           timeout=settings.timeout_s, memory_limit_mb=settings.memory_mb, seed=pipeline.seed)
 
 
+def _simulated_environment(pipeline: PipelineConfig, tools: list[Tool]) -> Environment:
+    """The LLM answers each call from the tool's description and output schema (cached)."""
+    from fcbench.environments.simulated import SimulatedEnvironment
+    from fcbench.llm.cache import LLM_CACHE_FILE
+
+    if pipeline.llm is None:
+        raise UserError(f"pipeline {pipeline.name!r}: environment kind 'simulated' needs an `llm:` block")
+    reference_time = pipeline.conversation.reference_time if pipeline.conversation else ""
+    pipeline.build_dir.mkdir(parents=True, exist_ok=True)
+    return SimulatedEnvironment(tools, pipeline.llm, pipeline.build_dir / LLM_CACHE_FILE, reference_time,
+                                jitter_seed=pipeline.seed)
+
+
 # kind (pipelines.yaml `environment.kind`) -> opener; the one place that knows the kinds.
 ENVIRONMENTS = {
     "python": _python_environment,
     "recorded": _recorded_environment,
     "http": _http_environment,
+    "simulated": _simulated_environment,
 }

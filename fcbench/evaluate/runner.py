@@ -43,11 +43,15 @@ from fcbench.errors import UserError
 from fcbench.formats import Rejected, read_samples
 from fcbench.jsonl import dumps_line, iter_json_lines, write_json, write_json_lines
 from fcbench.sample import Sample, sample_to_dict
+from fcbench.tokens import ENCODING, request_tokens
 from fcbench.score.complexeval import (
     ComplexEvalOptions,
     ComplexEvalSession,
+    judges_line,
     score_complexeval,
 )
+from fcbench.complexeval_judges import LLMJudges, judged_options
+from fcbench.llm.judge import JUDGE_CACHE_FILE, judge_llm_config
 from fcbench.llm.cache import RequestCache, canonical_json
 from fcbench.llm.client import (ChatRequest, LLMClient, LLMRejection, ToolCall, assistant_message, tool_call_ids,
                           run_workers, tool_message)
@@ -58,6 +62,9 @@ DEFAULT_SPLIT = "test"
 # rest to correct calls after an error message) before it is cut off: a looping model must stop.
 DEFAULT_EXTRA_TURNS = 3
 STOP_MAX_TURNS = "max_turns"
+# The next request would not fit the model's context window (llm.context_window / --context-window):
+# it is not sent; the sample ends there, is scored on the turns it had, and is counted apart.
+STOP_CONTEXT_OVERFLOW = "context_overflow"
 
 _NOT_SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -74,10 +81,16 @@ def sample_digest(sample: Sample) -> str:
     return hashlib.sha256(canonical_json(sample_to_dict(sample)).encode("utf-8")).hexdigest()
 
 
-def run_settings(config: LLMConfig, extra_turns: int) -> dict[str, Any]:
-    """What else shapes a trajectory: a saved one is reused only when all of it is unchanged."""
-    return {"model": config.model, "temperature": config.temperature, "seed": config.seed,
-            "max_tokens": config.max_tokens, "extra_turns": extra_turns}
+def run_settings(config: LLMConfig, extra_turns: int, judge: LLMConfig | None = None) -> dict[str, Any]:
+    """What else shapes a trajectory: a saved one is reused only when all of it is unchanged (the
+    judge too: its verdicts decide which response the model saw; and the context window, where the
+    model was given one)."""
+    settings = {"model": config.model, "temperature": config.temperature, "seed": config.seed,
+                "max_tokens": config.max_tokens, "extra_turns": extra_turns,
+                "judge": None if judge is None else judge.model}
+    if config.context_window is not None:
+        settings["context_window"] = config.context_window
+    return settings
 
 
 def predicted_call(tool_call: ToolCall) -> dict[str, Any]:
@@ -106,10 +119,14 @@ class Trajectory:
     model_turns: int  # chat requests the sample took (replayed from the cache or sent)
     sample_sha: str
     settings: dict[str, Any]
+    context_tokens: int | None = None  # the request that did not fit (context_overflow only)
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.sample_id, "turns": self.turns, "stop_reason": self.stop_reason,
-                "model_turns": self.model_turns, "sample_sha": self.sample_sha, "settings": self.settings}
+        record = {"id": self.sample_id, "turns": self.turns, "stop_reason": self.stop_reason,
+                  "model_turns": self.model_turns, "sample_sha": self.sample_sha, "settings": self.settings}
+        if self.context_tokens is not None:
+            record["context_tokens"] = self.context_tokens
+        return record
 
 
 @dataclass(frozen=True)
@@ -129,8 +146,14 @@ async def run_sample(llm: LLMClient, sample: Sample, settings: Mapping[str, Any]
     history: list[dict[str, Any]] = [dict(message) for message in sample.messages]
     tools = [openai_tool_param(tool) for tool in sample.tools] or None
     limit = turn_limit(session, int(settings["extra_turns"]))
+    window = settings.get("context_window")
     turns: list[Any] = []
     while not session.finished and len(turns) < limit:
+        if window is not None:
+            needed = request_tokens(history, tools)
+            if needed > window:
+                return Trajectory(sample.id, turns, STOP_CONTEXT_OVERFLOW, len(turns), sample_digest(sample),
+                                  dict(settings), context_tokens=needed)
         outcome = await llm.complete(ChatRequest(messages=list(history), tools=tools))
         if isinstance(outcome, LLMRejection):
             return Unanswered(sample.id, outcome.reason)
@@ -140,7 +163,8 @@ async def run_sample(llm: LLMClient, sample: Sample, settings: Mapping[str, Any]
             session.stop(completion.content)
             break
         calls = [predicted_call(call) for call in completion.tool_calls]
-        responses = session.respond(calls)
+        # in a worker thread: an LLM judge asked by the session blocks that thread, not this loop
+        responses = await asyncio.to_thread(session.respond, calls)
         ids = tool_call_ids(completion.tool_calls, len(turns))
         history.append(assistant_message(completion, ids))
         history.extend(tool_message(call_id, response) for call_id, response in zip(ids, responses))
@@ -303,23 +327,29 @@ class EvaluationResult:
     scores_path: Path
     rejects_path: Path
     scores: dict[str, Any]  # the scorer's summary (ComplexFuncBench's Table 2 and error analysis)
+    judges: dict[str, Any] = field(default_factory=dict)  # who judged (rule-based stand-ins or an LLM)
     ran: int = 0  # samples run in this invocation
     reused: int = 0  # samples whose trajectory an earlier run had saved
     not_evaluated: dict[str, int] = field(default_factory=dict)  # reason -> samples
     llm: dict[str, Any] = field(default_factory=dict)  # requests sent, cache hits, tokens, cost
+    context_overflow: list[str] = field(default_factory=list)  # samples cut at the context window
 
     def as_dict(self) -> dict[str, Any]:
         return {"model": self.model, "scores": self.scores, "trajectories": str(self.trajectories_path),
                 "scores_file": str(self.scores_path), "input": self.source, "samples": self.samples,
-                "ran": self.ran, "reused": self.reused, "not_evaluated": self.not_evaluated, "llm": self.llm}
+                "ran": self.ran, "reused": self.reused, "not_evaluated": self.not_evaluated, "llm": self.llm,
+                "judges": self.judges, "context_overflow": self.context_overflow}
 
 
 ProgressCallback = Callable[[int, int], None]  # (samples done, samples in total)
 
 
+OptionsFor = Callable[[Sample], ComplexEvalOptions]
+
+
 async def _run_samples(llm: LLMClient, samples: Sequence[Sample], settings: Mapping[str, Any],
                        log: TrajectoryLog, progress: ProgressCallback | None, done_before: int,
-                       total: int) -> list[Unanswered]:
+                       total: int, options_for: OptionsFor | None = None) -> list[Unanswered]:
     """`concurrency` workers, each taking the next sample and playing it to its end."""
     pending = iter(samples)
     unanswered: list[Unanswered] = []
@@ -328,7 +358,7 @@ async def _run_samples(llm: LLMClient, samples: Sequence[Sample], settings: Mapp
     async def worker() -> None:
         nonlocal done
         for sample in pending:  # one shared iterator: two workers never take the same sample
-            outcome = await run_sample(llm, sample, settings)
+            outcome = await run_sample(llm, sample, settings, options_for(sample) if options_for else None)
             if isinstance(outcome, Unanswered):
                 unanswered.append(outcome)
             else:
@@ -343,19 +373,24 @@ async def _run_samples(llm: LLMClient, samples: Sequence[Sample], settings: Mapp
 
 async def _drive(config: LLMConfig, cache: RequestCache, samples: Sequence[Sample], settings: Mapping[str, Any],
                  log: TrajectoryLog, progress: ProgressCallback | None, done_before: int, total: int,
-                 environ: Mapping[str, str] | None) -> tuple[list[Unanswered], dict[str, Any]]:
+                 environ: Mapping[str, str] | None,
+                 options_for: OptionsFor | None = None) -> tuple[list[Unanswered], dict[str, Any]]:
     async with LLMClient(config, cache, environ=environ) as llm:
-        unanswered = await _run_samples(llm, samples, settings, log, progress, done_before, total)
+        unanswered = await _run_samples(llm, samples, settings, log, progress, done_before, total, options_for)
         return unanswered, llm.summary()
 
 
 def evaluation_llm_config(pipeline: PipelineConfig, model: str, base_url: str | None,
-                          batch: bool = False) -> LLMConfig:
+                          batch: bool = False, context_window: int | None = None) -> LLMConfig:
     """The pipeline's llm block (sampling, concurrency, key variable, prices) with the model and
-    endpoint given on the command line (and the Batch API with `batch`)."""
+    endpoint given on the command line (and the Batch API with `batch`, the model's context window
+    with `context_window`)."""
     if pipeline.llm is None:
-        return LLMConfig(model=model, base_url=base_url, mode="batch" if batch else "online")
+        return LLMConfig(model=model, base_url=base_url, mode="batch" if batch else "online",
+                         context_window=context_window)
     update: dict[str, Any] = {"model": model}
+    if context_window is not None:
+        update["context_window"] = context_window
     if batch:
         update["mode"] = "batch"
     if base_url is not None:
@@ -365,14 +400,21 @@ def evaluation_llm_config(pipeline: PipelineConfig, model: str, base_url: str | 
 
 def evaluate(config: LLMConfig, build_dir: Path, *, split: str = DEFAULT_SPLIT, input_file: Path | None = None,
              limit: int | None = None, extra_turns: int = DEFAULT_EXTRA_TURNS,
-             environ: Mapping[str, str] | None = None, progress: ProgressCallback | None = None) -> EvaluationResult:
-    """Run the model on every sample not already evaluated, then score all saved trajectories."""
+             environ: Mapping[str, str] | None = None, progress: ProgressCallback | None = None,
+             judge: LLMConfig | None = None) -> EvaluationResult:
+    """Run the model on every sample not already evaluated, then score all saved trajectories.
+    With `judge`, the LLM judges decide call equivalence (after the rules and the recorded
+    responses) during the run and when scoring, and grade the final answers; their verdicts are
+    cached in build/eval/<model>/judges.sqlite. Without it, the rule-based stand-ins judge."""
     benchmark = load_benchmark(build_dir, split, input_file, limit)
     paths = EvalPaths.for_model(build_dir, config.model)
     created = not paths.model_dir.exists()
     paths.model_dir.mkdir(parents=True, exist_ok=True)
     try:
-        return _evaluate_into(config, benchmark, paths, extra_turns, environ, progress)
+        if judge is None:
+            return _evaluate_into(config, benchmark, paths, extra_turns, environ, progress)
+        with LLMJudges(judge, paths.model_dir / JUDGE_CACHE_FILE, environ=environ) as judges:
+            return _evaluate_into(config, benchmark, paths, extra_turns, environ, progress, judges)
     except BaseException:
         # A run that failed before any trajectory was saved (endpoint down, key refused, killed
         # at once) leaves no model folder behind for later reports to list as a broken evaluation.
@@ -386,8 +428,10 @@ def _has_trajectories(paths: EvalPaths) -> bool:
 
 
 def _evaluate_into(config: LLMConfig, benchmark: Benchmark, paths: EvalPaths, extra_turns: int,
-                   environ: Mapping[str, str] | None, progress: ProgressCallback | None) -> EvaluationResult:
-    settings = run_settings(config, extra_turns)
+                   environ: Mapping[str, str] | None, progress: ProgressCallback | None,
+                   judges: LLMJudges | None = None) -> EvaluationResult:
+    settings = run_settings(config, extra_turns, judges.config if judges else None)
+    options_for = judged_options(benchmark.samples, judges) if judges else None
     digests = {sample.id: sample_digest(sample) for sample in benchmark.samples}
     kept = saved_trajectories(paths.trajectories, digests, settings)
     to_run = [sample for sample in benchmark.samples if sample.id not in kept]
@@ -398,23 +442,30 @@ def _evaluate_into(config: LLMConfig, benchmark: Benchmark, paths: EvalPaths, ex
         if to_run:
             with RequestCache(paths.cache) as cache:
                 unanswered, llm_summary = asyncio.run(_drive(config, cache, to_run, settings, log, progress,
-                                                             len(kept), len(benchmark.samples), environ))
+                                                             len(kept), len(benchmark.samples), environ, options_for))
     finally:
         log.close()
     return _score_and_write(config, benchmark, paths, settings, unanswered, llm_summary, ran=len(to_run),
-                            reused=len(kept))
+                            reused=len(kept), judges=judges)
 
 
 def _score_and_write(config: LLMConfig, benchmark: Benchmark, paths: EvalPaths, settings: Mapping[str, Any],
                      unanswered: Sequence[Unanswered], llm_summary: dict[str, Any], ran: int,
-                     reused: int) -> EvaluationResult:
+                     reused: int, judges: LLMJudges | None = None) -> EvaluationResult:
     digests = {sample.id: sample_digest(sample) for sample in benchmark.samples}
     saved = saved_trajectories(paths.trajectories, digests, settings)
     # input order, not completion order: the same benchmark gives the same files however it ran
     lines = [saved[sample.id] for sample in benchmark.samples if sample.id in saved]
     write_json_lines(paths.trajectories, lines)
     scored = [sample for sample in benchmark.samples if sample.id in saved]
-    report = score_complexeval(scored, [{"id": line["id"], "turns": line["turns"]} for line in lines])
+    replay = [{"id": line["id"], "turns": line["turns"]} for line in lines]
+    if judges is None:
+        report = score_complexeval(scored, replay)
+    else:  # the same layers as the live run: its verdicts come back from the judges' cache
+        report = score_complexeval(scored, replay, completeness_judge=judges.completeness_judge,
+                                   correctness_judge=judges.correctness_judge,
+                                   options_for=judged_options(benchmark.samples, judges))
+        llm_summary = {**llm_summary, "judges": judges.summary()}
     not_evaluated = Counter(reject.reason for reject in benchmark.rejects)
     not_evaluated.update("llm_error" for _ in unanswered)
     rejects = [reject.to_json() for reject in benchmark.rejects]
@@ -422,21 +473,36 @@ def _score_and_write(config: LLMConfig, benchmark: Benchmark, paths: EvalPaths, 
     rejects += [{"id": item.sample_id, "reason": "llm_error", "detail": item.reason}
                 for item in sorted(unanswered, key=lambda item: order.get(item.sample_id, len(order)))]
     write_json_lines(paths.rejects, rejects)
-    document = {"metric": "complexeval", "model": config.model, "input": benchmark.source,
+    overflow = [line["id"] for line in lines if line.get("stop_reason") == STOP_CONTEXT_OVERFLOW]
+    # who judged comes first: a reader of scores.json sees at once whether these are LLM verdicts
+    document = {"judges_note": judges_line(report.summary["judges"]), "judges": report.summary["judges"],
+                "metric": "complexeval", "model": config.model, "input": benchmark.source,
                 "samples": len(benchmark.samples), "settings": dict(settings),
                 "not_evaluated": dict(sorted(not_evaluated.items())),
                 "summary": report.summary, "items": report.items}
+    if config.context_window is not None:
+        document["context_overflow"] = {"samples": overflow, "window": config.context_window, "tokenizer": ENCODING}
     write_json(paths.scores, document, indent=2)
     return EvaluationResult(model=config.model, source=benchmark.source, samples=len(benchmark.samples),
                             trajectories_path=paths.trajectories, scores_path=paths.scores,
                             rejects_path=paths.rejects, scores=report.summary, ran=ran, reused=reused,
-                            not_evaluated=dict(sorted(not_evaluated.items())), llm=llm_summary)
+                            not_evaluated=dict(sorted(not_evaluated.items())), llm=llm_summary,
+                            judges=report.summary["judges"], context_overflow=overflow)
 
 
 def evaluate_pipeline(pipeline: PipelineConfig, model: str, *, base_url: str | None = None,
                       split: str = DEFAULT_SPLIT, input_file: Path | None = None, limit: int | None = None,
                       extra_turns: int = DEFAULT_EXTRA_TURNS, environ: Mapping[str, str] | None = None,
-                      progress: ProgressCallback | None = None, batch: bool = False) -> EvaluationResult:
-    config = evaluation_llm_config(pipeline, model, base_url, batch)
+                      progress: ProgressCallback | None = None, batch: bool = False,
+                      judge_model: str | None = None, judge_base_url: str | None = None,
+                      context_window: int | None = None) -> EvaluationResult:
+    config = evaluation_llm_config(pipeline, model, base_url, batch, context_window)
+    if judge_base_url is not None and judge_model is None and pipeline.judge is None:
+        raise UserError("--judge-base-url needs --judge-model (or a judge block in pipelines.yaml)")
+    # the pipeline's judge block with the command line's model and endpoint, at temperature 0,
+    # online: the protocol waits for each verdict (None: the rule-based stand-ins judge)
+    judge = judge_llm_config(pipeline.judge, judge_model, judge_base_url)
+    if judge is not None:
+        judge = judge.model_copy(update={"mode": "online"})
     return evaluate(config, pipeline.build_dir, split=split, input_file=input_file, limit=limit,
-                    extra_turns=extra_turns, environ=environ, progress=progress)
+                    extra_turns=extra_turns, environ=environ, progress=progress, judge=judge)

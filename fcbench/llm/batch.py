@@ -82,11 +82,19 @@ class BatchLedger:
         self._db.executescript(_LEDGER_SCHEMA)
 
     def record(self, batch_id: str, items: list[tuple[str, str]]) -> None:
-        with self._db:
+        # One transaction: the connection autocommits each statement (isolation_level=None), so
+        # without BEGIN a kill between the batch row and its item rows would leave a batch whose
+        # requests a resumed run does not know it already paid for, and sends again.
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
             self._db.execute("INSERT OR IGNORE INTO llm_batches (batch_id, created_at, status) VALUES (?, ?, ?)",
                              (batch_id, time.time(), "submitted"))
             self._db.executemany("INSERT OR IGNORE INTO llm_batch_items (batch_id, key, key_text) VALUES (?, ?, ?)",
                                  [(batch_id, key, key_text) for key, key_text in items])
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
 
     def uncollected(self) -> list[str]:
         rows = self._db.execute("SELECT batch_id FROM llm_batches WHERE collected = 0 ORDER BY created_at").fetchall()

@@ -54,7 +54,9 @@ from fcbench.score.matching import (
     CallDecodeError,
     CallLike,
     CallSimilarity,
+    arguments_equivalent,
     FormatIssue,
+    JudgeError,
     MatchDecision,
     MatchLayer,
     PredictedCall,
@@ -66,6 +68,7 @@ from fcbench.score.matching import (
     values_equivalent,
 )
 
+REPEAT_LAYER = "repeat"  # a judgement's layer for a repeated optional look-up (no error, not counted)
 ERROR_TYPES = ("func_error", "param_missing", "hallucination", "value_error", "stop_early")
 PARAMETER_TYPES = ("date", "location", "filter", "legs", "token", "slug", "id", "number", "other")
 
@@ -294,6 +297,7 @@ class ComplexEvalSession:
         self.record = SessionRecord()
         self.finished = False
         self._current: list[Call] = []
+        self._matched_optional: list[Call] = []  # optional gold calls already matched (a repeat is free)
         self._next_step = 0
         self._context = [_message_text(message) for message in sample.messages]
         self._advance()
@@ -352,13 +356,15 @@ class ComplexEvalSession:
             self.options.layers,
             self.options.similarity,
             self.options.exact_parameters,
+            context=self.context_text(),
         )
         issues = {**step_match.format_issues, **decode_issues}
         judgements = self._judge_turn(turn, decoded, step_match, issues)
         self.record.turns.append(judgements)
         self._apply_matches(judgements)
         self._context.extend(_response_text(j.response) for j in judgements)
-        if self.options.stop_on_unmatched_turn and not any(j.matched for j in judgements) and not issues:
+        progressed = any(j.matched or j.layer == REPEAT_LAYER for j in judgements)
+        if self.options.stop_on_unmatched_turn and not progressed and not issues:
             self._finish(judgements[0].error_type, judgements[0].detail, "off_path")
         else:
             self._advance()
@@ -369,7 +375,8 @@ class ComplexEvalSession:
         if self.finished:
             raise SessionFinished(f"session of sample {self.sample.id!r} has already ended")
         self.record.final_text = final_text
-        last_failures = [j for j in (self.record.turns[-1] if self.record.turns else []) if not j.matched]
+        last_failures = [j for j in (self.record.turns[-1] if self.record.turns else [])
+                         if not j.matched and j.error_type is not None]
         if last_failures:
             self._finish(last_failures[0].error_type, last_failures[0].detail, reason)
         elif self._required_left():
@@ -387,6 +394,7 @@ class ComplexEvalSession:
 
     def _apply_matches(self, judgements: list[CallJudgement]) -> None:
         matched = {j.gold_label for j in judgements if j.matched}
+        self._matched_optional.extend(c for c in self._current if c.label in matched and self._is_optional(c))
         self.record.matched_labels.extend(c.label for c in self._current if c.label in matched)
         self._current = [call for call in self._current if call.label not in matched]
 
@@ -408,8 +416,24 @@ class ComplexEvalSession:
         for index, call in enumerate(calls):
             pair = by_predicted[index]
             gold = self._current[pair.pair.gold_index] if pair.pair.gold_index is not None else None
-            judgements.append(self._judge_call(turn, index, call, gold, pair.decision, issues.get(index), context))
+            judgement = self._judge_call(turn, index, call, gold, pair.decision, issues.get(index), context)
+            judgements.append(self._as_repeat(judgement, call) if not judgement.matched else judgement)
         return judgements
+
+    def _as_repeat(self, judgement: CallJudgement, call: PredictedCall) -> CallJudgement:
+        """An optional look-up made again, identical to one already matched: answered with the same
+        response, neither an error nor another correct call (the published runner counts it again)."""
+        for done in self._matched_optional:
+            if done.name == call.name and arguments_equivalent(call.arguments, done.arguments,
+                                                               self._schema(done.name)):
+                return CallJudgement(judgement.turn, judgement.index, call.name, call.arguments, done.response,
+                                     gold_label=done.label, layer=REPEAT_LAYER,
+                                     detail="Repeated an optional look-up already made.")
+        return judgement
+
+    def _schema(self, name: str) -> Mapping[str, Any] | None:
+        tool = self.tools_by_name.get(name)
+        return tool.parameters if tool else None
 
     def _judge_call(
         self,
@@ -481,6 +505,7 @@ MATCH_ERROR_TYPES = {
     "param_hallucination": "hallucination",
     "value_error": "value_error",
     "format_error": "value_error",
+    "judge_error": "judge_error",
 }
 
 
@@ -570,7 +595,8 @@ class ResponseJudgeInput:
 
 
 ResponseJudge = Callable[[ResponseJudgeInput], int]
-"""Scores the final answer 0 (bad), 1 (partly) or 2 (good); an LLM judge plugs in here."""
+"""Scores the final answer 0 (bad), 1 (partly) or 2 (good); an LLM judge plugs in here and raises
+JudgeError when it gets no usable verdict."""
 
 
 def naive_completeness_judge(given: ResponseJudgeInput) -> int:
@@ -603,9 +629,10 @@ class ComplexEvalVerdict:
     n_correct_calls: int
     error_type: str | None
     error_detail: str
-    completeness: int
-    correctness: int
+    completeness: int | None  # None: the judge gave no verdict (judge_errors says why)
+    correctness: int | None
     record: SessionRecord
+    judge_errors: dict[str, str] = field(default_factory=dict)
 
     @property
     def call_accuracy(self) -> float:
@@ -620,8 +647,9 @@ class ComplexEvalVerdict:
             "n_correct_calls": self.n_correct_calls,
             "call_accuracy": self.call_accuracy,
             "error": None if self.error_type is None else {"type": self.error_type, "detail": self.error_detail},
-            "completeness": self.completeness,
-            "correctness": self.correctness,
+            "completeness": "judge_error" if self.completeness is None else self.completeness,
+            "correctness": "judge_error" if self.correctness is None else self.correctness,
+            "judge_errors": self.judge_errors,
             "stop_reason": self.record.stop_reason,
             "remaining": self.record.remaining_labels,
             "calls": [j.to_json() for j in self.record.judgements()],
@@ -671,6 +699,10 @@ def verdict_of(
         raise ValueError(f"session of sample {session.sample.id!r} has not ended")
     record = session.record
     judge_input = ResponseJudgeInput(session.sample, record.final_text, record, session.context_text())
+    completeness, completeness_error = run_response_judge(completeness_judge, judge_input)
+    correctness, correctness_error = run_response_judge(correctness_judge, judge_input)
+    judge_errors = {name: error for name, error in (("completeness", completeness_error),
+                                                    ("correctness", correctness_error)) if error}
     return ComplexEvalVerdict(
         sample_id=session.sample.id,
         domain=domain_name(session.sample),
@@ -679,10 +711,20 @@ def verdict_of(
         n_correct_calls=len(record.matched_labels),
         error_type=record.error_type,
         error_detail=record.error_detail,
-        completeness=completeness_judge(judge_input),
-        correctness=correctness_judge(judge_input),
+        completeness=completeness,
+        correctness=correctness,
         record=record,
+        judge_errors=judge_errors,
     )
+
+
+def run_response_judge(judge: ResponseJudge, given: ResponseJudgeInput) -> tuple[int | None, str | None]:
+    """(score, None), or (None, why) when the judge gave no usable verdict: never guessed, left
+    out of the averages and counted as a judge_error."""
+    try:
+        return judge(given), None
+    except JudgeError as exc:
+        return None, str(exc)
 
 
 def domain_name(sample: Sample) -> str:
@@ -707,23 +749,28 @@ def score_complexeval(
     options: ComplexEvalOptions = ComplexEvalOptions(),
     completeness_judge: ResponseJudge = naive_completeness_judge,
     correctness_judge: ResponseJudge = naive_correctness_judge,
+    options_for: Callable[[Sample], ComplexEvalOptions] | None = None,
 ) -> ComplexEvalReport:
     """Score saved trajectories; summary in the shape of ComplexFuncBench's Table 2. A trajectory
-    whose id has no sample becomes an item with an error and is counted, never dropped."""
+    whose id has no sample becomes an item with an error and is counted, never dropped.
+    `options_for(sample)` gives per-sample options (an LLM judge that sees the sample's query)."""
     by_id = {sample.id: sample for sample in samples}
     verdicts, items, unknown = [], [], []
-    for sample_id, turns in _trajectory_lines(trajectories):
+    for sample_id, turns in trajectory_lines(trajectories):
         sample = by_id.get(sample_id)
         if sample is None:
             unknown.append(sample_id)
             items.append({"id": sample_id, "error": {"type": "unknown_id", "detail": "no sample has this id"}})
             continue
-        verdict = score_trajectory(sample, turns, options, completeness_judge, correctness_judge)
+        sample_options = options_for(sample) if options_for is not None else options
+        verdict = score_trajectory(sample, turns, sample_options, completeness_judge, correctness_judge)
         verdicts.append(verdict)
         items.append(verdict.to_json())
     summary = summarise(verdicts)
     summary["unknown_ids"] = unknown
     summary["judges"] = judges_used(completeness_judge, correctness_judge)
+    summary["call_layers"] = dict(sorted(Counter(j.layer or "none" for v in verdicts
+                                                 for j in v.record.judgements()).items()))
     return ComplexEvalReport(summary, items)
 
 
@@ -738,7 +785,18 @@ def judges_used(completeness_judge: ResponseJudge, correctness_judge: ResponseJu
     return {**names, "scale": "0-2", "rule_based": all(name in RULE_BASED_JUDGES for name in names.values())}
 
 
-def _trajectory_lines(trajectories: Trajectories) -> list[tuple[str, Sequence[TrajectoryTurn]]]:
+def judges_line(judges: Mapping[str, Any]) -> str:
+    """The sentence a ComplexEval report starts with: who judged (a rule-based stand-in is never
+    passed off as an LLM judge)."""
+    if judges.get("rule_based", True):
+        return ("ComplexEval judges: RULE-BASED STAND-INS, not LLM judges (no judge LLM configured): call "
+                "equivalence by rules only; completeness and correctness (0-2) by "
+                f"{judges.get('completeness', '?')} and {judges.get('correctness', '?')}")
+    return (f"ComplexEval judges: call equivalence by rules, then responses, then an LLM; completeness and "
+            f"correctness (0-2) by {judges.get('completeness', '?')} and {judges.get('correctness', '?')}")
+
+
+def trajectory_lines(trajectories: Trajectories) -> list[tuple[str, Sequence[TrajectoryTurn]]]:
     if isinstance(trajectories, Mapping):
         return [(str(sample_id), turns) for sample_id, turns in trajectories.items()]
     return [(str(line.get("id")), line.get("turns") or []) for line in trajectories]
@@ -748,6 +806,13 @@ def summarise(verdicts: Sequence[ComplexEvalVerdict]) -> dict[str, Any]:
     """Overall figures, error counts, per-parameter-type error rates and per-domain figures."""
     summary = _figures(verdicts)
     summary["errors"] = {kind: sum(v.error_type == kind for v in verdicts) for kind in ERROR_TYPES}
+    # the scorer's own failures, apart from the model's: a judge that gave no verdict (never guessed)
+    summary["judge_errors"] = {
+        "samples": sum(v.error_type == "judge_error" for v in verdicts),
+        "calls": sum(j.error_type == "judge_error" for v in verdicts for j in v.record.judgements()),
+        "completeness": sum(v.completeness is None for v in verdicts),
+        "correctness": sum(v.correctness is None for v in verdicts),
+    }
     call_errors = Counter(j.error_type for v in verdicts for j in v.record.judgements() if j.error_type)
     summary["call_errors"] = {kind: call_errors.get(kind, 0) for kind in ERROR_TYPES if kind != "stop_early"}
     summary["param_type_error_rate"], summary["param_type_counts"] = parameter_type_rates(verdicts)
@@ -759,12 +824,14 @@ def summarise(verdicts: Sequence[ComplexEvalVerdict]) -> dict[str, Any]:
 def _figures(verdicts: Sequence[ComplexEvalVerdict]) -> dict[str, Any]:
     n = len(verdicts)
     gold = sum(v.n_gold_calls for v in verdicts)
+    completeness = [v.completeness for v in verdicts if v.completeness is not None]
+    correctness = [v.correctness for v in verdicts if v.correctness is not None]
     return {
         "n": n,
         "success_rate": sum(v.success for v in verdicts) / n if n else 0.0,
         "call_accuracy": sum(v.n_correct_calls for v in verdicts) / gold if gold else 0.0,
-        "completeness": sum(v.completeness for v in verdicts) / n if n else 0.0,
-        "correctness": sum(v.correctness for v in verdicts) / n if n else 0.0,
+        "completeness": sum(completeness) / len(completeness) if completeness else 0.0,
+        "correctness": sum(correctness) / len(correctness) if correctness else 0.0,
     }
 
 

@@ -19,6 +19,11 @@ accuracy and the parameter validity rate (pure: parsed data in, report out).
   validity decided by a pluggable judge; rule-based default: an accepted gold value for that
   parameter (annotators took gold values from the conversation), or a value found in the
   conversation text given for the turn.
+
+A classifier or judge that cannot decide (an LLM whose answer could not be read) raises
+`NoVerdict`: the part of the item it was asked about becomes a `judge_error` with the reason, is
+left out of its figure (never guessed), and is counted in `summary["errors"]["judge_error"]`.
+The LLM-backed classifier and judge live outside this package (`fcbench.confetti_judges`).
 """
 
 from __future__ import annotations
@@ -159,8 +164,17 @@ def chain_score(
 # Dialog acts
 
 
-DialogActClassifier = Callable[[str, Sequence[PredictedCall]], list[str]]
-"""`(response text, predicted calls) -> dialog acts`; an LLM classifier plugs in here."""
+class NoVerdict(Exception):
+    """Raised by a classifier or judge that could not decide; the item records a `judge_error`."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+DialogActClassifier = Callable[[str, Sequence[PredictedCall], str], list[str]]
+"""`(response text, predicted calls, conversation history) -> dialog acts`; an LLM classifier
+plugs in here (the history is "" when the benchmark carries none, as the published files)."""
 
 
 def normal_dialog_act(act: str) -> str:
@@ -177,7 +191,7 @@ def dialog_act_match(predicted: Iterable[str], gold: Iterable[str]) -> bool:
 _REJECT_MARKERS = ("sorry", "unable to", "can't", "cannot", "not able to", "not supported")
 
 
-def naive_dialog_act_classifier(response: str, calls: Sequence[PredictedCall]) -> list[str]:
+def naive_dialog_act_classifier(response: str, calls: Sequence[PredictedCall], history: str = "") -> list[str]:
     """RULE-BASED STAND-IN for an LLM act classifier: function calling when there are calls, a
     question mark asks for information, an apology or refusal rejects, other text informs."""
     acts = ["agent_function_calling"] if calls else []
@@ -205,6 +219,7 @@ class ParameterUse:
     value: Any
     context: str  # the conversation text given for the turn ("" when none was given)
     accepted: list[Any]  # gold and accepted values of this function's parameter in this turn
+    history: str = ""  # the same conversation with each message's role, for a judge that reads it
 
 
 ValidityJudge = Callable[[ParameterUse], bool]
@@ -288,8 +303,8 @@ def score_confetti(
         if sample is None:
             items.append({"id": line.get("id"), "error": "unknown_id"})
             continue
-        context = _context_text(sample, (contexts or {}).get(sample.id, ""))
-        items.append(score_line(sample, line, options, context))
+        given = (contexts or {}).get(sample.id, "")
+        items.append(score_line(sample, line, options, _context_text(sample, given), history_text(sample, given)))
     return ConfettiReport(summarise(items), items)
 
 
@@ -298,9 +313,28 @@ def _context_text(sample: Sample, given: str) -> str:
     return "\n".join([*texts, given]).strip()
 
 
-def score_line(sample: Sample, line: Mapping[str, Any], options: ConfettiOptions, context: str) -> dict[str, Any]:
+def history_text(sample: Sample, given: str = "") -> str:
+    """The turn's conversation as `role: text` lines (calls and results as JSON), for a judge that
+    must tell what the user said from what the agent or a tool said."""
+    lines = []
+    for message in sample.messages:
+        role = str(message.get("role", "?"))
+        content = message.get("content")
+        if isinstance(content, str) and content.strip():
+            lines.append(f"{role}: {content.strip()}")
+        for call in message.get("tool_calls") or []:
+            function = call.get("function", {}) if isinstance(call, dict) else {}
+            lines.append(f"{role} calls {function.get('name')}({function.get('arguments')})")
+    if given.strip():
+        lines.append(given.strip())
+    return "\n".join(lines)
+
+
+def score_line(sample: Sample, line: Mapping[str, Any], options: ConfettiOptions, context: str,
+               history: str = "") -> dict[str, Any]:
     """Every metric the line allows: AST when it has a result, dialog acts when the sample has
-    gold acts and the line has acts or a response to classify."""
+    gold acts and the line has acts or a response to classify. A part whose classifier or judge
+    could not decide is named in the item's `judge_error` instead of being scored."""
     item: dict[str, Any] = {"id": sample.id}
     calls: list[PredictedCall] = []
     if "result" in line:
@@ -312,31 +346,48 @@ def score_line(sample: Sample, line: Mapping[str, Any], options: ConfettiOptions
         chain = chain_score(calls, gold, sample.acceptable, options.text_similarity)
         item.update(ast_soft=chain.score, exact=chain.score == 1.0, chain_length=len(gold),
                     actions=[action.to_json() for action in chain.actions])
-        item.update(_validity(sample, calls, options.validity_judge, context))
+        try:
+            item.update(_validity(sample, calls, options.validity_judge, context, history))
+        except NoVerdict as exc:
+            item.setdefault("judge_error", {})["parameter_validity"] = exc.reason
     if sample.dialog_acts is not None:
-        acts = _predicted_acts(line, calls, options.act_classifier)
+        try:
+            acts = _predicted_acts(line, calls, options.act_classifier, history)
+        except NoVerdict as exc:
+            item.setdefault("judge_error", {})["dialog_acts"] = exc.reason
+            acts = None
         if acts is not None:
-            item.update(predicted_acts=acts, gold_acts=list(sample.dialog_acts),
-                        dialog_act_match=dialog_act_match(acts, sample.dialog_acts))
+            item.update(predicted_acts=acts, acts_from="given" if isinstance(line.get("dialog_acts"), list) else "classifier",
+                        gold_acts=list(sample.dialog_acts), dialog_act_match=dialog_act_match(acts, sample.dialog_acts))
     return item
 
 
-def _predicted_acts(line: Mapping[str, Any], calls: list[PredictedCall], classifier: DialogActClassifier) -> list[str] | None:
+def _predicted_acts(line: Mapping[str, Any], calls: list[PredictedCall], classifier: DialogActClassifier,
+                    history: str) -> list[str] | None:
     if isinstance(line.get("dialog_acts"), list):
         return [str(act) for act in line["dialog_acts"]]
     if isinstance(line.get("response"), str):
-        return classifier(line["response"], calls)
+        return classifier(line["response"], calls, history)
     return None
 
 
-def _validity(sample: Sample, calls: list[PredictedCall], judge: ValidityJudge, context: str) -> dict[str, Any]:
+def _validity(sample: Sample, calls: list[PredictedCall], judge: ValidityJudge, context: str,
+              history: str) -> dict[str, Any]:
+    """Every predicted value judged; one value without a verdict makes the whole item's validity
+    a judge error (a rate over the values that happened to be judged would be biased)."""
     accepted = accepted_values(sample)
-    invalid, total = [], 0
+    invalid, total, undecided = [], 0, []
     for call in calls:
         for param, value in call.arguments.items():
             total += 1
-            if not judge(ParameterUse(call.name, param, value, context, accepted.get((call.name, param), []))):
-                invalid.append(f"{call.name}.{param}")
+            use = ParameterUse(call.name, param, value, context, accepted.get((call.name, param), []), history)
+            try:
+                if not judge(use):
+                    invalid.append(f"{call.name}.{param}")
+            except NoVerdict as exc:
+                undecided.append(f"{call.name}.{param}: {exc.reason}")
+    if undecided:
+        raise NoVerdict("; ".join(undecided))
     return {"parameters_total": total, "parameters_valid": total - len(invalid), "invalid_parameters": invalid}
 
 
@@ -365,6 +416,7 @@ def summarise(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "errors": {
             "unknown_id": sum(item.get("error") == "unknown_id" for item in items),
             "malformed_result": sum(item.get("error") == "malformed_result" for item in items),
+            "judge_error": sum("judge_error" in item for item in items),
         },
     }
 

@@ -115,7 +115,13 @@ class MatchDecision:
     detail: str = ""
 
 
-# A pluggable layer returns True (equivalent), False (not) or None (cannot tell: next layer).
+class JudgeError(RuntimeError):
+    """Raised by a layer whose judge gave no usable verdict (after its retry): the pair is decided
+    as not equivalent by the `judge_error` layer, never guessed, and the report says so."""
+
+
+# A pluggable layer returns True (equivalent), False (not) or None (cannot tell: next layer); it
+# raises JudgeError when its judge could not answer.
 LayerFunction = Callable[[PredictedCall, Call, Union[Tool, None]], Union[bool, None]]
 
 
@@ -123,6 +129,8 @@ LayerFunction = Callable[[PredictedCall, Call, Union[Tool, None]], Union[bool, N
 class MatchLayer:
     name: str  # recorded as the deciding layer, e.g. "response" or "llm_judge"
     decide: LayerFunction
+    # an LLM judge reads the conversation so far: called as decide(predicted, gold, tool, context)
+    needs_context: bool = False
 
 
 def match_call(
@@ -132,13 +140,15 @@ def match_call(
     acceptable: Mapping[str, AcceptableValues] | None = None,
     layers: Sequence[MatchLayer] = (),
     exact_parameters: Collection[str] = (),
+    context: str = "",
 ) -> MatchDecision:
     """Decide whether `predicted` is equivalent to `gold`.
 
     `tool` gives the schema (defaults, types) used to normalise; `acceptable` the gold call's
     accepted alternatives per argument (`Sample.acceptable[gold.label]`); `exact_parameters` the
     parameters that must match by rule, whatever a later layer would say (ComplexEval's
-    exact-match list); `layers` the costly layers, called in order only when needed.
+    exact-match list); `layers` the costly layers, called in order only when needed (`context`,
+    the conversation so far, goes to those that read it).
     """
     predicted = as_predicted_call(predicted)
     if predicted.name != gold.name:
@@ -155,7 +165,11 @@ def match_call(
     if exact_failure is not None:
         return MatchDecision(False, "exact", *exact_failure)
     for layer in layers:
-        decided = layer.decide(predicted, gold, tool)
+        try:
+            decided = (layer.decide(predicted, gold, tool, context) if layer.needs_context  # type: ignore[call-arg]
+                       else layer.decide(predicted, gold, tool))
+        except JudgeError as exc:
+            return MatchDecision(False, "judge_error", "judge_error", f"The {layer.name} judge gave no verdict: {exc}")
         if decided is not None:
             if decided:
                 return MatchDecision(True, layer.name)
@@ -384,6 +398,7 @@ def match_step(
     similarity: CallSimilarity = call_similarity,
     exact_parameters: Mapping[str, Collection[str]] | None = None,
     references: bool = False,
+    context: str = "",
 ) -> StepMatch:
     """Pair a step's predicted calls with its gold calls and decide each pair.
 
@@ -415,6 +430,7 @@ def match_step(
                 (acceptable or {}).get(gold_call.label),
                 layers,
                 (exact_parameters or {}).get(gold_call.name, ()),
+                context,
             )
         decisions.append(PairDecision(pair, decision))
     return StepMatch(decisions, issues)

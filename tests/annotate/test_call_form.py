@@ -155,7 +155,7 @@ def test_json_errors_name_the_missing_bracket_and_where() -> None:
     mismatched = _json_error('[{"a": 1]')
     assert "bracket ']' at line 1 column 9 does not match the brace '{' opened at line 1 column 2" in mismatched
     comma = _json_error('[\n  {"a": 1 "b": 2}\n]')
-    assert "Expecting ',' delimiter at line 2 column 11" in comma and '{"a": 1 "b": 2}' in comma
+    assert comma == "Expecting ',' delimiter at line 2 column 11"  # brackets balanced: the reader's own words
 
 
 def test_feedback_shows_a_readable_time() -> None:

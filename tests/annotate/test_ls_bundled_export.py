@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from annotate.stage2 import Stage2Files, run_stage2_pull
 from fcbench.cli import app
+from fcbench.config import load_pipelines
 from ls_helpers import REPO, read_lines, write_pipeline
 
 EXPORT = REPO / "datasets" / "travel" / "annotations" / "stage2_export.json"
@@ -42,6 +43,16 @@ def test_bundled_export_pulls_into_checked_templates(tmp_path) -> None:
     qa = json.loads(files.qa.read_text())
     assert qa["summary"]["queries_rewritten"] == 1 and qa["summary"]["entries_deleted"] == 4
     assert qa["summary"]["samples_by_error_type"]["param_missing"] == 1
+    # the warnings vs what disambiguation removed: the Paris destinations deleted made dest_id and
+    # search_type unambiguous, and those are exactly the two warnings (the rooms' hotel is "the second")
+    warnings = qa["summary"]["ambiguity_warnings"]
+    assert {key: warnings[key] for key in ("warnings", "true_warnings", "ambiguities", "recalled")} == \
+        {"warnings": 2, "true_warnings": 2, "ambiguities": 2, "recalled": 2}
+    assert warnings["precision"] == 1.0 and warnings["recall"] == 1.0
+    rooms_qa = next(row for row in qa["samples"] if row["id"] == "travel-draft-0030")
+    assert rooms_qa["ambiguity_warnings"] == ["var_2.dest_id", "var_2.search_type"]
+    assert rooms_qa["ambiguities_removed"] == [{"key": "var_2.dest_id", "reason": "4 entries of var_1.data deleted"},
+                                               {"key": "var_2.search_type", "reason": "4 entries of var_1.data deleted"}]
     assert qa["agreements"] == [{"label_studio_task_id": 25019, "id": "travel-draft-0009", "annotators": ["user 4", "user 3"],
                                  "call_agreement": 1.0, "exact_path": True, "same_query": True}]
     rejects = read_lines(files.rejects)
@@ -108,3 +119,48 @@ def test_annotations_of_other_drafts_are_refused_as_stale_unless_allowed(tmp_pat
     assert report.counts == {**report.counts, "templates_written": 1}
     allowed = run_stage2_pull(pipeline, from_export=EXPORT, allow_stale=True)
     assert allowed.counts["gold"] == 3
+
+
+def test_the_amadeus_export_raises_no_warning_on_drafts_accepted_without_disambiguation(tmp_path) -> None:
+    """Issue 15: the old panel raised 2-11 warnings on each of these drafts although every pick is
+    named in the query ("locationId the second result"); the annotators deleted no entry."""
+    file = tmp_path / "pipelines.yaml"
+    file.write_text(f"pipelines:\n  amadeus:\n    dataset_dir: {tmp_path / 'dataset'}\n    seed: 1\n"
+                    f"    tools: {REPO / 'datasets/amadeus/tools.json'}\n    environment:\n      kind: http\n"
+                    f"      responses: {REPO / 'datasets/amadeus/recorded.json'}\n", encoding="utf-8")
+    pipeline = load_pipelines(file).get_pipeline("amadeus")
+    export = REPO / "datasets" / "amadeus" / "annotations" / "stage2_export.json"
+    shown_at_push = sum(len(task["data"]["ambiguity"]) for task in json.loads(export.read_text()))
+    report = run_stage2_pull(pipeline, from_export=export)
+    assert report.counts["gold"] == 14
+    warnings = json.loads(Stage2Files.in_dir(pipeline.build_dir).qa.read_text())["summary"]["ambiguity_warnings"]
+    assert shown_at_push > 30  # what the export's tasks carried, made by the previous rule
+    assert (warnings["samples"], warnings["warnings"], warnings["ambiguities"]) == (14, 0, 0)
+    assert warnings["precision"] is None and warnings["recall"] is None  # nothing raised, nothing to find
+
+
+def test_tasks_carrying_tools_by_catalog_hash_are_checked_for_staleness_too(tmp_path) -> None:
+    """The amadeus tasks carry their tools as hashes into the pipeline's catalog: the stale-draft
+    check must unpack them with that catalog (it used to give up and let every annotation through)."""
+    from annotate.pulling import annotation_catalog
+    from annotate.tasks import draft_of
+    from fcbench.sample import sample_to_dict
+
+    file = tmp_path / "pipelines.yaml"
+    file.write_text(f"pipelines:\n  amadeus:\n    dataset_dir: {tmp_path / 'dataset'}\n    seed: 1\n"
+                    f"    tools: {REPO / 'datasets/amadeus/tools.json'}\n    environment:\n      kind: http\n"
+                    f"      responses: {REPO / 'datasets/amadeus/recorded.json'}\n", encoding="utf-8")
+    pipeline = load_pipelines(file).get_pipeline("amadeus")
+    export = REPO / "datasets" / "amadeus" / "annotations" / "stage2_export.json"
+    tasks = json.loads(export.read_text())
+    catalog = annotation_catalog(pipeline)
+    lines = [sample_to_dict(draft_of(task["data"], catalog)) for task in tasks]
+    changed = lines[1]["id"]  # (the first task's annotator rejected the draft: not gold anyway)
+    lines[1]["messages"][-1]["content"] += " (asked again by another stage1 run)"
+    drafts = Stage2Files.in_dir(pipeline.build_dir).drafts
+    drafts.parent.mkdir(parents=True, exist_ok=True)
+    drafts.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    report = run_stage2_pull(pipeline, from_export=export)
+    assert report.reasons.get("stale_draft") == 1 and report.counts["gold"] == 13
+    stale = [row for row in read_lines(Stage2Files.in_dir(pipeline.build_dir).rejects) if row["reason"] == "stale_draft"]
+    assert [row["id"] for row in stale] == [changed]

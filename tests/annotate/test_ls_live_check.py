@@ -17,6 +17,8 @@ from annotate.live_check import (BadEvent, LiveCheck, annotation_key, parse_even
 from annotate.push import task_view_data
 from annotate.tasks import choices_result, listing_fields, senior_task, textarea_result
 from annotate.webhook import LiveChecker, Receiver
+from fcbench.jsonl import write_json_lines
+from fcbench.sample import sample_to_dict
 from ls_helpers import write_pipeline
 from ls_fixtures import drafts, travel_environment, travel_tools  # noqa: F401 (pytest fixtures)
 
@@ -254,6 +256,7 @@ class _CountingChecker:
 def _receiver(checker: _CountingChecker) -> Receiver:
     receiver = Receiver(checker, "s3cret", [], port=0, log=lambda line: None)  # type: ignore[arg-type]
     receiver.register = lambda: None  # type: ignore[method-assign] (no server to register with)
+    receiver.registered = {2: "p stage2"}
     return receiver
 
 
@@ -264,6 +267,8 @@ def test_the_receiver_answers_at_once_and_checks_a_task_delivered_twice_once() -
     try:
         assert receiver.receive(_body(), "wrong") [0] == 403 and receiver.receive(_body(), None)[0] == 403
         assert receiver.receive(b"{}", "s3cret")[0] == 400
+        assert receiver.receive(_body(project={"id": 99}), "s3cret") == (
+            200, {"queued": False, "ignored": "not a project of this pipeline"})
         assert receiver.receive(_body(), "s3cret") == (200, {"queued": True})  # answered before any check ran
         assert receiver.receive(_body(), "s3cret") == (200, {"queued": False})  # the same task already waits
         checker.release.set()
@@ -289,3 +294,13 @@ def test_a_check_that_fails_on_a_server_error_is_tried_again(monkeypatch) -> Non
         assert checker.calls == [3, 3] and receiver.counters["retried"] == 1
     finally:
         receiver.stop()
+
+
+def test_an_annotation_of_a_draft_that_is_no_longer_current_is_refused_as_pull_refuses_it(scripted, drafts) -> None:
+    checker, server = scripted
+    other = drafts["two-cities"].model_copy(deep=True)
+    write_json_lines(checker.drafts_file, [sample_to_dict(other)])  # another stage1 run: sydney is gone
+    checker.check_task(9)
+    check = server.task["data"]["live_checks"]["4"]
+    assert check["verdict"] == "refused" and check["codes"] == ["stale_draft"]
+    assert server.task["data"]["rework"] == "no"  # not the annotator's to fix: nothing sent back

@@ -246,7 +246,7 @@ def test_labeling_page_renders_the_task_readably(studio, drafts, tmp_path) -> No
     assert page.path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and page.path.stat().st_size > 50_000
     # what the annotator reads: the query, the ambiguity flag, the path with indexed entries, the checkboxes
     assert "Find me a hotel in Paris from 2025-03-01 to 2025-03-03." in page.text
-    assert "var_2.dest_id, var_2.search_type come from var_1.data[0]" in page.text
+    assert "var_2.dest_id is taken from var_1.data[0]" in page.text
     assert '[2] {"dest_id": "300402"' in page.text
     assert "var_1.data[4] dest_id=300404" in page.text and "Search_Taxi" in page.text
     assert "1. Verdict" in page.text and "6. What was wrong in the draft" in page.text

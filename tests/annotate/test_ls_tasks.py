@@ -15,6 +15,7 @@ from annotate.checks import check_correction
 from annotate.configs import SENIOR, PredictionValidator, load_config
 from annotate.problems import ProblemCode
 from annotate.tasks import (DraftUnavailable, JuniorAnswer, SeniorAnswer, ToolCatalog, build_junior_correction,
+                            format_path_json,
                             build_senior_correction, choices_result, content_hash, draft_of, format_arguments_json,
                             junior_task, read_result, senior_task, textarea_result)
 from fcbench.sample import Sample, sample_to_dict
@@ -92,9 +93,14 @@ def test_response_entries_and_tools_become_checkboxes_with_the_ambiguous_ones_hi
     assert values == [f"var_1.data[{i}]" for i in range(5)] + [f"var_2.data.hotels[{i}]" for i in range(5)]
     flagged = [option["value"] for option in data["entry_options"] if "⚠" in option["html"]]
     assert flagged == [f"var_1.data[{i}]" for i in range(5)]
+    # one warning per (call, argument), the five destinations listed inside each
+    assert [(flag["call"], flag["argument"]) for flag in data["ambiguity"]] == [("var_2", "dest_id"),
+                                                                               ("var_2", "search_type")]
     assert data["ambiguity"][0]["message"] == (
-        "var_2.dest_id, var_2.search_type come from var_1.data[0], but 5 entries of var_1.data could supply "
-        "them: does the query say which one?")
+        "var_2.dest_id is taken from var_1.data[0], but 4 of the 5 entries of var_1.data would give another value: "
+        "does the query say which one?")
+    assert [candidate["entry"] for candidate in data["ambiguity"][0]["candidates"]] == [f"var_1.data[{i}]"
+                                                                                        for i in range(5)]
     assert [option["value"] for option in data["tool_options"]] == [tool.name for tool in drafts["hotels-paris"].tools]
     assert "Likely ambiguous" in data["draft_html"]
 
@@ -171,8 +177,7 @@ def test_with_the_environment_the_same_deletion_gives_the_district_hotels(drafts
 
 @pytest.mark.parametrize(("edit", "code", "message"), [
     (lambda p: p.replace('"arguments": {"dest_id"', '"arguments": {{"dest_id"'), ProblemCode.BAD_JSON,
-     "the path JSON is not valid JSON: Expecting property name enclosed in double quotes at line 6 column 63 "
-     '(line 6: {"label": "var_2", "name": "Search_Hotels", "arguments": {{"dest_id": "$var_1.d…)'),
+     "the path JSON is not valid JSON: Expecting property name enclosed in double quotes at line 6 column 63"),
     (lambda p: p.replace('"Search_Hotels"', '"Search_Hotelz"'), ProblemCode.UNKNOWN_TOOL, None),
     (lambda p: p.replace("$var_1.data[0].dest_id$", "$var_9.data[0].dest_id$"), ProblemCode.BAD_REFERENCE,
      "call 'var_2' (Search_Hotels): reference $var_9.data[0].dest_id$ unknown_label: no call is labelled 'var_9'"),
@@ -313,3 +318,18 @@ def test_junior_fills_a_stage3_style_candidate_without_responses(drafts, travel_
     assert outcome.ok, outcome.problems
     assert outcome.sample.calls[1][0].response["data"]["destination"]["name"] == "Berlin"
     assert outcome.sample.calls[1][0].response["data"]["nights"] == 3
+
+
+def test_an_annotator_marks_an_implied_value_as_derived_with_its_reason(drafts) -> None:
+    draft = drafts["hotels-paris"]
+    path = json.loads(format_path_json(draft.calls))
+    first = path[-1][0]
+    name = next(iter(first["arguments"]))
+    first["derived"] = {name: "the week the user names, counted from its first day"}
+    outcome = corrected(draft, answer(senior_task(draft), "fix", path=json.dumps(path)))
+    assert outcome.ok, outcome.problems
+    assert outcome.sample.meta["derived"] == [
+        {"label": first["label"], "parameter": name, "reason": "the week the user names, counted from its first day"}]
+    first["derived"] = {"no_such_argument": "why"}
+    bad = corrected(draft, answer(senior_task(draft), "fix", path=json.dumps(path)))
+    assert [p.code for p in bad.problems] == [ProblemCode.BAD_SHAPE] and "no_such_argument" in bad.problems[0].message

@@ -216,6 +216,8 @@ def test_webhook_checks_like_pull_sends_broken_work_back_and_loses_nothing(studi
         # the receiver down: annotating still works at once, nothing is checked, pull still decides
         stopped = runner.invoke(app, ["studio", "webhook", "hook", *cli, "--stop"])
         assert stopped.exit_code == 0 and "stopped" in stopped.stdout
+        # switched off on the way out: nothing is sent to a port another program may take later
+        assert [hook.is_active for hook in studio.client.webhooks.list(project=pushed.project_id)] == [False]
         began = time.monotonic()
         unchecked = _annotate(studio, tasks["two-cities"], tasks["two-cities"].data["path_json"], "accept")
         assert time.monotonic() - began < 5  # Label Studio's 1 s timeout, refused at once here
@@ -226,6 +228,63 @@ def test_webhook_checks_like_pull_sends_broken_work_back_and_loses_nothing(studi
         assert {row["id"] for row in read_lines(Stage2Files.in_dir(pipeline.build_dir).rejects)} == {"airports-sydney"}
         gold = {row["id"] for row in read_lines(Stage2Files.in_dir(pipeline.build_dir).templates)}
         assert {"hotels-paris", "two-cities"} <= gold  # (sydney's template from the first pull is kept)
+
+        # started again with the studio (another port): the same webhook points at it, on again, none added
+        restarted = runner.invoke(app, ["studio", "start", "--webhook", "hook", *cli, "--json"])
+        assert restarted.exit_code == 0, restarted.output
+        again = json.loads(restarted.stdout)["webhook"]
+        assert again["running"] and again["url"] != receiver["url"]
+        hooks = studio.client.webhooks.list(project=pushed.project_id)
+        assert [(hook.url, hook.is_active) for hook in hooks] == [(again["url"], True)]
+        # and it catches up on what was annotated while it was down
+        caught, waited = _wait(lambda: _check_of(studio, tasks["two-cities"].id, unchecked.id), timeout=15)
+        assert caught is not None and caught["verdict"] == "passes", waited
     finally:
         runner.invoke(app, ["studio", "webhook", "hook", *cli, "--stop"])
     assert find_project(studio.client, project_title(pipeline)) is not None
+
+
+def test_a_sent_back_task_comes_back_in_label_all_tasks_and_is_released_once_fixed(studio, drafts, tmp_path) -> None:
+    """The annotator's side in the real UI (headless Chromium): after `pull --send-back`, "Label All
+    Tasks" serves the sent-back task again with the problem on top; submitting it fixed completes it."""
+    from playwright.sync_api import sync_playwright
+
+    from annotate.screenshot import CHROMIUM, CHROMIUM_ARGS, EDITOR_SELECTOR
+
+    pipeline = write_pipeline(tmp_path, name="queue")
+    # a draft of model "draft": "Label All Tasks" pre-fills only predictions of the project's model
+    # version, which push sets to "draft" whatever the draft's model (that mismatch is fixed apart)
+    draft = drafts["hotels-paris"]
+    write_drafts(pipeline, [draft.model_copy(update={"provenance": draft.provenance.model_copy(update={"model": None})})])
+    pushed = run_stage2_push(pipeline, studio.connection)
+    task = list_tasks(studio.client, pushed.project_id)[0]
+    broken = _annotate(studio, task, '[[{"label": "var_1", "name": }]]', "fix")
+    sent = run_stage2_pull(pipeline, send_back=True, connection=studio.connection)
+    assert sent.counts["sent_back"] == 1 and _task(studio, task.id)["is_labeled"] is False
+    credentials = read_credentials(studio.config)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 1000})
+            page.goto(f"{studio.connection.url}/user/login/")
+            page.fill("input[name=email]", credentials.username)
+            page.fill("input[name=password]", credentials.password)
+            page.click("button[type=submit]")
+            page.wait_for_load_state("networkidle")
+            page.goto(f"{studio.connection.url}/projects/{pushed.project_id}/data")
+            page.get_by_text("Label All Tasks").click()
+            page.wait_for_selector(EDITOR_SELECTOR, timeout=60_000)
+            shown = page.inner_text(EDITOR_SELECTOR)
+            assert "Sent back by the checks" in shown and "Expecting value at line 1 column 30" in shown
+            assert "hotels-paris" in shown
+            page.get_by_text("accept").first.click()  # the draft as shown is right after all
+            page.get_by_test_id("bottombar-submit-button").click()
+            resubmitted, _ = _wait(lambda: len(_task(studio, task.id)["annotations"]) == 3, timeout=30)
+            assert resubmitted  # the broken annotation, the marker, and the new one: nothing lost
+        finally:
+            browser.close()
+    fixed = run_stage2_pull(pipeline, send_back=True, connection=studio.connection)
+    assert fixed.counts["gold"] == 1 and fixed.counts["feedback_cleared"] == 1, fixed.failures
+    after = _task(studio, task.id)
+    assert after["is_labeled"] is True and after["data"]["rework"] == "no" and after["data"]["feedback_html"] == ""
+    assert len(after["annotations"]) == 2 and broken.id in {item["id"] for item in after["annotations"]}

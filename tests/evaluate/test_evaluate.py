@@ -440,3 +440,109 @@ def test_evaluate_with_batch_sends_every_model_turn_through_the_batch_api(tmp_pa
     assert served["chat_requests"] == 0 and served["batch_lines"] == 5 + 3 + 2
     assert served["batch_lines_repeated"] == 0
     assert model.counts() == {"Cross-12": 5, "Hotels-7": 3, "Car-Rental-3": 2}
+
+
+# ------------------------------------------------------------------------------------ LLM judges
+class Judge:
+    """The judge endpoint: call equivalence by a marker in call 1, scores by a marker in the answer."""
+
+    def __init__(self) -> None:
+        self.asked: Counter = Counter()
+        self.lock = threading.Lock()
+
+    def __call__(self, body: dict[str, Any], call_index: int) -> dict[str, Any]:
+        text = body["messages"][-1]["content"]
+        if "Function call 1 (JSON)" in text:
+            with self.lock:
+                self.asked["equivalence"] += 1
+            call_1 = text.split("Function call 1 (JSON):")[1].split("Function call 2")[0]
+            return {"content": json.dumps({"is_equal": "Shibuya, Tokyo" in call_1, "reason": "scripted"})}
+        kind = "completeness" if "COMPLETENESS" in text else "correctness"
+        with self.lock:
+            self.asked[kind] += 1
+        return {"content": json.dumps({"score": 1 if kind == "completeness" else 2, "reason": "scripted"})}
+
+
+def near_miss(sample: Sample, turn: int) -> list[dict[str, Any]] | str:
+    """Perfect, except Hotels-7 looks its destination up as "Shibuya, Tokyo" (rules say no, the judge yes)."""
+    answer = perfect(sample, turn)
+    if sample.id == "Hotels-7" and turn == 0:
+        return [{"name": "Search_Hotel_Destination", "arguments": {"query": "Shibuya, Tokyo"}}]
+    return answer
+
+
+def test_evaluate_with_an_llm_judge_matches_what_rules_cannot_and_grades_answers(tmp_path, samples, canonical_input):
+    model, judge = ScriptedModel(samples, near_miss), Judge()
+    pipelines = write_pipelines(tmp_path)
+    with MockLLMServer(responder=model) as server, MockLLMServer(responder=judge) as judge_server:
+        result = evaluate_cli(pipelines, server.base_url, "--input", str(canonical_input),
+                              "--judge-model", "judge-4o", "--judge-base-url", judge_server.base_url)
+        assert result.exit_code == 0, result.output
+        asked = dict(judge.asked)
+        again = evaluate_cli(pipelines, server.base_url, "--input", str(canonical_input),
+                             "--judge-model", "judge-4o", "--judge-base-url", judge_server.base_url)
+        assert again.exit_code == 0 and dict(judge.asked) == asked  # every verdict came from the cache
+    scores = json.loads(result.stdout)["scores"]
+    assert scores["success_rate"] == 1.0  # the judged call got the gold response live, so the model went on
+    assert (scores["completeness"], scores["correctness"]) == (1.0, 2.0)
+    assert asked == {"equivalence": 1, "completeness": 3, "correctness": 3}
+    eval_dir = tmp_path / "data" / "build" / "eval" / SLUG
+    scores_file = json.loads((eval_dir / "scores.json").read_text())
+    assert next(iter(scores_file)) == "judges_note" and "llm:judge-4o:completeness" in scores_file["judges_note"]
+    hotels = next(item for item in scores_file["items"] if item["id"] == "Hotels-7")
+    assert hotels["calls"][0]["layer"] == "llm" and hotels["calls"][1]["layer"] == "rule"
+    assert (eval_dir / "judges.sqlite").is_file()
+    assert json.loads(again.stdout)["scores"] == scores
+
+
+def test_evaluate_without_a_judge_says_rule_based_first(tmp_path, samples, canonical_input):
+    model = ScriptedModel(samples, near_miss)
+    pipelines = write_pipelines(tmp_path)
+    with MockLLMServer(responder=model) as server:
+        result = runner.invoke(app, ["evaluate", "bench", "--file", str(pipelines), "--model", MODEL,
+                                     "--base-url", server.base_url, "--input", str(canonical_input)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0].startswith("ComplexEval judges: RULE-BASED STAND-INS")
+    scores_file = json.loads((tmp_path / "data" / "build" / "eval" / SLUG / "scores.json").read_text())
+    assert scores_file["judges"]["rule_based"] is True and "RULE-BASED" in scores_file["judges_note"]
+    hotels = next(item for item in scores_file["items"] if item["id"] == "Hotels-7")
+    assert not hotels["success"]  # without the judge "Shibuya, Tokyo" is not "Shibuya"
+
+
+def test_the_judge_comes_from_the_pipeline_unless_the_command_line_names_one(tmp_path):
+    from fcbench.llm.judge import judge_llm_config
+
+    plain = load_pipelines(write_pipelines(tmp_path)).get_pipeline("bench")
+    assert judge_llm_config(plain.judge, None, None) is None
+    assert judge_llm_config(plain.judge, "j", "http://127.0.0.1:1/v1").model == "j"
+    configured = load_pipelines(write_pipelines(tmp_path, extra="    judge: {model: gpt-4o, base_url: "
+                                                "'http://127.0.0.1:2/v1', api_key_env: JUDGE_KEY}\n")).get_pipeline("bench")
+    judge = judge_llm_config(configured.judge, None, None)
+    assert (judge.model, judge.base_url, judge.api_key_env) == ("gpt-4o", "http://127.0.0.1:2/v1", "JUDGE_KEY")
+    assert judge_llm_config(configured.judge, "other", None).api_key_env == "JUDGE_KEY"
+    lone_url = evaluate_cli(write_pipelines(tmp_path), "http://127.0.0.1:9/v1", "--judge-base-url", "http://x/v1")
+    assert lone_url.exit_code == 1 and "--judge-base-url needs --judge-model" in lone_url.stderr
+
+
+def test_a_judge_without_a_verdict_is_a_judge_error_live_and_when_scored(tmp_path, samples, canonical_input):
+    class Garbled(Judge):
+        def __call__(self, body, call_index):
+            if "Function call 1 (JSON)" in body["messages"][-1]["content"]:
+                with self.lock:
+                    self.asked["equivalence"] += 1
+                return {"content": "They look the same to me."}
+            return super().__call__(body, call_index)
+
+    model, judge = ScriptedModel(samples, near_miss), Garbled()
+    pipelines = write_pipelines(tmp_path)
+    with MockLLMServer(responder=model) as server, MockLLMServer(responder=judge) as judge_server:
+        result = evaluate_cli(pipelines, server.base_url, "--input", str(canonical_input),
+                              "--judge-model", "judge-4o", "--judge-base-url", judge_server.base_url)
+    assert result.exit_code == 0, result.output
+    # asked once and again once, live; the scorer's replay reuses that outcome instead of asking anew
+    assert judge.asked["equivalence"] == 2
+    scores = json.loads(result.stdout)["scores"]
+    assert scores["judge_errors"]["samples"] == 1 and scores["judge_errors"]["calls"] == 1
+    hotels = json.loads((tmp_path / "data" / "build" / "eval" / SLUG / "scores.json").read_text())["items"][1]
+    assert hotels["error"]["type"] == "judge_error" and hotels["calls"][0]["layer"] == "judge_error"
+    assert model.counts()["Hotels-7"] == 1  # the judged call got the error response: the session ended there

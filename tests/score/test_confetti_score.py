@@ -74,7 +74,7 @@ def test_function_calling_set_gold_scores_one_on_every_metric() -> None:
     assert summary["by_chain_length"] == {"1": {"n": 506, "ast_soft_accuracy": 1.0}}
     assert summary["n_parameters"] == 880 and summary["parameter_validity_rate"] == 1.0
     assert summary["n_dialog_acts"] == 0  # this file has no dialog acts
-    assert summary["errors"] == {"unknown_id": 0, "malformed_result": 0}
+    assert summary["errors"] == {"unknown_id": 0, "malformed_result": 0, "judge_error": 0}
 
 
 def test_dialog_act_set_gold_scores_one_on_every_metric() -> None:
@@ -177,7 +177,7 @@ def test_dialog_acts_from_a_pluggable_classifier() -> None:
     assert asked["predicted_acts"] == ["agent_seek_information"] and asked["dialog_act_match"]
     refused = scored(first, {"id": first.id, "response": "Sorry, I cannot do that."})
     assert refused["predicted_acts"] == ["agent_reject_request"] and not refused["dialog_act_match"]
-    always_other = ConfettiOptions(act_classifier=lambda text, calls: ["agent_other"])
+    always_other = ConfettiOptions(act_classifier=lambda text, calls, history: ["agent_other"])
     assert not scored(first, {"id": first.id, "response": "Could you?"}, options=always_other)["dialog_act_match"]
     assert naive_dialog_act_classifier("Done.", [PredictedCall("f")]) == ["agent_function_calling", "agent_inform_user"]
 
@@ -210,7 +210,7 @@ def test_unknown_ids_and_malformed_results_are_items_with_errors() -> None:
     ])
     assert report.items[0] == {"id": "conversationsclean_9999", "error": "unknown_id"}
     assert report.items[1]["error"] == "malformed_result"
-    assert report.summary["errors"] == {"unknown_id": 1, "malformed_result": 1}
+    assert report.summary["errors"] == {"unknown_id": 1, "malformed_result": 1, "judge_error": 0}
     assert report.summary["n_ast"] == 1 and report.summary["ast_soft_accuracy"] == 1.0
     with pytest.raises(PredictionError):
         decoded_result([{"a": {}, "b": {}}])
@@ -239,3 +239,37 @@ def test_a_renamed_function_never_scores(sample_id: str, suffix: str) -> None:
     line["result"][0] = {name + suffix: arguments}
     result = scored(sample, line)
     assert result["ast_soft"] == 0.0 and result["actions"][0]["score"] == 0.0
+
+
+# ------------------------------------------------------------------------- judges without verdict
+
+
+def test_a_classifier_or_judge_without_a_verdict_makes_a_judge_error_not_a_guess() -> None:
+    from fcbench.score.confetti import NoVerdict
+
+    def undecided(*_: Any) -> Any:
+        raise NoVerdict("judge_error: unparseable")
+
+    first = item(_acts_set(), "dialogacts_0")
+    line = {**perturbed(first, to="bob@example.com"), "response": "Done."}
+    del line["dialog_acts"]  # the acts are to be classified from the response
+    report = score_confetti([first], [line], options=ConfettiOptions(act_classifier=undecided, validity_judge=undecided))
+    result = report.items[0]
+    assert result["judge_error"] == {
+        "parameter_validity": "Telecom.SendVerificationToken.to: judge_error: unparseable; "
+                              "Telecom.SendVerificationToken.channel: judge_error: unparseable; "
+                              "Telecom.SendVerificationToken.last_name: judge_error: unparseable",
+        "dialog_acts": "judge_error: unparseable"}
+    assert "dialog_act_match" not in result and "parameters_total" not in result
+    assert result["ast_soft"] < 1.0  # the AST part needs no judge and is still scored
+    summary = report.summary
+    assert summary["errors"]["judge_error"] == 1
+    assert summary["n_dialog_acts"] == 0 and summary["dialog_act_accuracy"] is None
+    assert summary["n_parameters"] == 0 and summary["parameter_validity_rate"] is None
+    # one undecided value spoils only its item's validity; the classifier sees the history
+    seen = []
+    only_to = ConfettiOptions(act_classifier=lambda text, calls, history: seen.append(history) or ["agent_other"],
+                              validity_judge=lambda use: True if use.parameter != "to" else undecided())
+    other = score_confetti([first], [line], options=only_to).items[0]
+    assert set(other["judge_error"]) == {"parameter_validity"} and other["predicted_acts"] == ["agent_other"]
+    assert seen == [""]  # the published set carries no conversation history

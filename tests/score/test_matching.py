@@ -110,6 +110,9 @@ def test_format_types_on_bfcl_tools():
     assert as_bool.kind == "wrong_type" and "should be an integer, but boolean" in as_bool.message
     as_float = check_call_format({"name": name, "arguments": {"base": 10.5, "height": 5}}, tools)
     assert as_float.kind == "wrong_type" and "but number is provided" in as_float.message
+    # JSON Schema: a number with a zero fractional part IS an integer (a model writing 10.0 is right)
+    assert check_call_format({"name": name, "arguments": {"base": 10.0, "height": 5.0}}, tools) is None
+    assert check_call_format({"name": name, "arguments": {"base": float("inf"), "height": 5}}, tools).kind == "wrong_type"
 
 
 def test_predicted_call_forms():
