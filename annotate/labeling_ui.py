@@ -126,7 +126,12 @@ class LabelingSession:
         self._select(f"c{slot}_ref{pick}", reference)
 
     def _select(self, control: str, value: str) -> None:
-        self._click(self.page.locator(f".lsf-main-view .{select_class(control)} button").first)
+        """Choose `value` in a drop-down, unless it is already chosen (choosing it again would
+        clear a single-choice drop-down)."""
+        trigger = self.page.locator(f".lsf-main-view .{select_class(control)} button").first
+        if trigger.get_attribute("data-value") == value:
+            return
+        self._click(trigger)
         # an option's text starts with its value (a reference option goes on with the value it reads)
         option = self.page.locator("[data-slot=command-item]").filter(
             has_text=re.compile("^" + re.escape(value) + r"(\s|$)")).first

@@ -3,8 +3,10 @@
 The way people work: press "Label All Tasks" and take the tasks as the queue serves them, not
 opened one by one from the list. Each draft must arrive pre-filled (the query, the call forms and
 the raw JSON), so the annotator accepts one as shown, fixes one argument in a call form, deletes one
-ambiguous response entry and types a note without pressing "Add"; `stage2 pull` then turns the
-three submissions into gold. One server start (the session fixture), three tasks.
+ambiguous response entry and picks two references, types a note without pressing "Add", and makes
+one broken edit that the webhook (h4's receiver, `studio webhook`) flags within seconds and sends
+back to the queue, where it is fixed; `stage2 pull` then turns the four tasks into gold. One server
+start (the session fixture), four tasks; and one task with 500 kB of responses.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from ls_fixtures import drafts, studio, travel_environment, travel_tools  # noqa
 from ls_helpers import read_lines, write_drafts, write_pipeline
 
 QUEUE = ["two-cities", "hotels-paris", "airports-sydney", "hotels-rome-wrong"]
-NOTE = "Le Marais dropped: the query names no district"
+NOTE = "Champs-Elysees dropped; Montmartre is the district meant"
 CHECK_WITHIN_S = 5.0  # the issue's promise: a broken edit is flagged within seconds
 
 
@@ -79,9 +81,11 @@ class QueueSession:
                 ui.choose_verdict("fix")
                 ui.set_form_argument(1, "query", "Rome")
                 ui.page.screenshot(path=str(self.folder / "form-fix.png"))
-            elif sample_id == "hotels-paris":  # disambiguate: delete one of the candidate destinations
-                ui.choose_verdict("fix")
-                ui.tick_entry("var_1.data[1]")
+            elif sample_id == "hotels-paris":  # disambiguate: delete one of the candidate destinations,
+                ui.choose_verdict("fix")       # and search Montmartre's hotels (two references picked)
+                ui.tick_entry("var_1.data[4]")
+                ui.pick_reference(2, 2, "dest_id", "var_1.data[2].dest_id")
+                ui.pick_reference(2, 1, "search_type", "var_1.data[2].search_type")
                 ui.type_note(NOTE)
             sample_id = ui.submit()
 
@@ -151,9 +155,13 @@ def test_annotator_corrects_drafts_through_the_queue_and_pull_makes_gold(studio,
     assert rome[1][0]["response"]["data"]["destination"]["name"] == "Rome"
     # fixed after the send-back: the second annotation is the gold
     assert [c["arguments"]["query"] for c in gold["two-cities"]["calls"][0]] == ["Sydney", "Tokyo"]
-    # the ticked entry is gone from the response; the others stay
-    paris = gold["hotels-paris"]["calls"][0][0]["response"]["data"]
-    assert [entry["dest_id"] for entry in paris] == ["-2004001", "300402", "300403", "300404"]
+    # the ticked entry is gone from the response, the others stay; the picked references are the
+    # arguments, and the call re-executed with them
+    paris = gold["hotels-paris"]["calls"]
+    assert [entry["dest_id"] for entry in paris[0][0]["response"]["data"]] == ["-2004001", "300401", "300402", "300403"]
+    assert paris[1][0]["arguments"]["dest_id"] == "$var_1.data[2].dest_id$"
+    assert paris[1][0]["arguments"]["search_type"] == "$var_1.data[2].search_type$"
+    assert paris[1][0]["response"]["data"]["destination"]["name"] == "Montmartre"
     qa = {row["id"]: row for row in json.loads((pipeline.build_dir / "stage2.qa.json").read_text())["samples"]}
     assert qa["hotels-paris"]["entries_deleted"] == 1 and qa["airports-sydney"]["changed"] is False
     # the note typed without pressing "Add" was kept on submit
