@@ -13,8 +13,6 @@ pull is kept when this pull has no newer gold for it.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -26,8 +24,8 @@ from annotate.conversation_tasks import (CONVERSATION_KIND, ConversationAnswer, 
 from annotate.files import sample_lines, write_lines
 from annotate.problems import Problem, ProblemCode
 from annotate.pull import AnnotationInfo, TaskOutcome, annotations_of, with_provenance
-from annotate.pulling import (PullReport, annotation_catalog, fetch_tasks, pipeline_environment, read_canonical,
-                              send_back_to_annotators)
+from annotate.pulling import (SHOWN_CONVERSATION, PullReport, annotation_catalog, fetch_tasks, pipeline_environment,
+                              read_canonical, refuse_stale_drafts, send_back_to_annotators)
 from annotate.push import PushSummary, push_tasks
 from annotate.studio import StudioConfig
 from annotate.tasks import draft_of
@@ -36,7 +34,7 @@ from fcbench.context import DRAFTS, TEMPLATES
 from fcbench.environments import Environment
 from fcbench.formats import read_samples
 from fcbench.jsonl import write_json, write_json_lines
-from fcbench.sample import Sample, sample_to_dict
+from fcbench.sample import Sample
 
 
 def project_title(pipeline: PipelineConfig) -> str:
@@ -87,41 +85,11 @@ def run_conversation_pull(pipeline: PipelineConfig, from_export: Path | None = N
     finally:
         environment.close()
     if not allow_stale:
-        refuse_stale(outcomes, pipeline.build_dir / DRAFTS, catalog)
+        refuse_stale_drafts(outcomes, pipeline.build_dir / DRAFTS, catalog=catalog, shown=SHOWN_CONVERSATION)
     report = write_outputs(pipeline.build_dir, outcomes, fetched.source)
     if send_back:
         send_back_to_annotators(fetched, outcomes, report)
     return report
-
-
-def _fingerprint(sample: Sample) -> str:
-    shown = sample_to_dict(sample)
-    text = json.dumps({key: shown.get(key) for key in ("messages", "tools", "calls", "meta")}, sort_keys=True,
-                      ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def refuse_stale(outcomes: Sequence[TaskOutcome], drafts_file: Path, catalog: Any) -> None:
-    """Gold outcomes whose task's conversation is not in the current drafts (by id and content)
-    become `stale_draft` rejects. No drafts file: nothing to compare with, nothing refused."""
-    if not drafts_file.is_file():
-        return
-    current = {draft.id: _fingerprint(draft) for draft in read_samples(drafts_file, "fcbench")
-               if isinstance(draft, Sample)}
-    for outcome in outcomes:
-        if outcome.status != "gold":
-            continue
-        annotated = draft_of(outcome.task_data, catalog)
-        if annotated is None:
-            continue
-        if annotated.id not in current:
-            why = f"conversation {annotated.id} is not in {drafts_file.name} (annotations of another stage1 run)"
-        elif current[annotated.id] != _fingerprint(annotated):
-            why = f"conversation {annotated.id} changed since it was pushed (another stage1 run)"
-        else:
-            continue
-        outcome.status, outcome.sample = "rejected", None
-        outcome.problems = [Problem(ProblemCode.STALE_DRAFT, f"{why}; push again, or pull with --allow-stale")]
 
 
 def process_conversation_tasks(tasks: Sequence[Any], environment: Callable[[], Environment | None],

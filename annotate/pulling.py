@@ -34,28 +34,34 @@ def read_canonical(path: Path, what: str) -> tuple[list[Sample], list[Rejected]]
 
 
 # ------------------------------------------------------------------------------------ stale drafts
-def draft_fingerprint(draft: Sample) -> str:
-    """What an annotator saw of a draft: its query, tools offered and path (not provenance)."""
-    shown = sample_to_dict(draft)
-    return hashlib.sha256(json.dumps({key: shown.get(key) for key in ("messages", "tools", "calls")},
+SHOWN_DRAFT = ("messages", "tools", "calls")  # what an annotator saw of a draft (not provenance)
+SHOWN_CONVERSATION = (*SHOWN_DRAFT, "meta")  # a conversation's scenario is in its meta
+
+
+def draft_fingerprint(draft: Sample, shown: tuple[str, ...] = SHOWN_DRAFT) -> str:
+    """The hash of what an annotator saw of a draft."""
+    fields = sample_to_dict(draft)
+    return hashlib.sha256(json.dumps({key: fields.get(key) for key in shown},
                                      sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
-def draft_fingerprints(drafts_file: Path) -> dict[str, str] | None:
+def draft_fingerprints(drafts_file: Path, shown: tuple[str, ...] = SHOWN_DRAFT) -> dict[str, str] | None:
     """Id -> fingerprint of the current drafts; None without a drafts file (nothing to compare with)."""
     if not drafts_file.is_file():
         return None
-    return {draft.id: draft_fingerprint(draft) for draft in read_samples(drafts_file, "fcbench")
+    return {draft.id: draft_fingerprint(draft, shown) for draft in read_samples(drafts_file, "fcbench")
             if isinstance(draft, Sample)}
 
 
 def refuse_stale_drafts(outcomes: Sequence[TaskOutcome], drafts_file: Path,
-                        current: dict[str, str] | None = None, catalog: ToolCatalog | None = None) -> None:
+                        current: dict[str, str] | None = None, catalog: ToolCatalog | None = None,
+                        shown: tuple[str, ...] = SHOWN_DRAFT) -> None:
     """Turn every gold outcome whose task's draft is not in the current drafts (by id and content)
     into a `stale_draft` reject. No drafts file at all: nothing to compare with, nothing refused.
     `current` (from `draft_fingerprints`) saves reading the file again; `catalog` unpacks the tools
-    a task carries by hash. A task whose draft cannot be rebuilt cannot be compared: refused too."""
-    current = current if current is not None else draft_fingerprints(drafts_file)
+    a task carries by hash; `shown` is what of a draft the fingerprint covers. A task whose draft
+    cannot be rebuilt cannot be compared: refused too."""
+    current = current if current is not None else draft_fingerprints(drafts_file, shown)
     if current is None:
         return
     for outcome in outcomes:
@@ -72,7 +78,7 @@ def refuse_stale_drafts(outcomes: Sequence[TaskOutcome], drafts_file: Path,
             continue
         if annotated.id not in current:
             why = f"draft {annotated.id} is not in {drafts_file.name} (annotations of another stage1 run)"
-        elif current[annotated.id] != draft_fingerprint(annotated):
+        elif current[annotated.id] != draft_fingerprint(annotated, shown):
             why = f"draft {annotated.id} changed since it was pushed (another stage1 run)"
         else:
             continue

@@ -30,7 +30,8 @@ from typing import Any
 from fcbench.config import LLMConfig
 from fcbench.llm.cache import RequestCache
 from fcbench.llm.client import ChatRequest, Completion, LLMClient, LLMRejection, ParseError
-from fcbench.llm.judge import judge_client, json_answer
+from fcbench.llm.client import json_object_answer
+from fcbench.llm.judge import judge_client
 from fcbench.llm.prompts import PromptFile
 from fcbench.sample import Call, Sample, Tool, user_query
 from fcbench.environments.recorded import RecordedEnvironment
@@ -47,7 +48,7 @@ CORRECTNESS_PROMPT = PROMPTS / "complexeval_correctness.txt"
 # ------------------------------------------------------------------------------ parsing (pure)
 def parse_equivalence(completion: Completion) -> tuple[bool, str]:
     """(is_equal, reason); ParseError unless `is_equal` is a JSON boolean."""
-    value = json_answer(completion)
+    value = json_object_answer(completion)
     if not isinstance(value.get("is_equal"), bool):
         raise ParseError('expected {"is_equal": true or false, "reason": ...}')
     return value["is_equal"], str(value.get("reason", ""))
@@ -55,7 +56,7 @@ def parse_equivalence(completion: Completion) -> tuple[bool, str]:
 
 def parse_score(completion: Completion) -> tuple[int, str]:
     """(score, reason); ParseError unless `score` is exactly 0, 1 or 2 (not 2.5, not "2", not true)."""
-    value = json_answer(completion)
+    value = json_object_answer(completion)
     score = value.get("score")
     if isinstance(score, bool) or not isinstance(score, int) or score not in (0, 1, 2):
         raise ParseError('expected {"score": 0, 1 or 2, "reason": ...}')

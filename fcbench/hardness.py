@@ -7,7 +7,7 @@ benchmark can be put next to its Table 3:
 - **long context**: tokens of the sample's context (`fcbench.tokens`: messages + tool specs + the
   gold path's responses, counted in cl100k_base);
 - **long parameter values**: the longest argument value in characters (a string's length, any
-  other value's compact JSON text);
+  other value's compact JSON text), references resolved: the value the model must write;
 - **parameter values from responses**: the sample has an argument whose value the model can only
   find in an earlier response: a `$label.path$` reference, or a literal (string of 2+ characters,
   or a number) that the query text does not contain and an earlier step's response does;
@@ -29,10 +29,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 from fcbench.json_values import json_leaves
 from fcbench.references import parse_reference
+from fcbench.resolve import CallSite, UnresolvedReference, resolve_arguments
 from fcbench.sample import Sample
 from fcbench.tokens import context_tokens
 
@@ -139,10 +140,27 @@ class SampleHardness:
     constraints: tuple[Constraint, ...]
 
 
+def resolved_argument_values(sample: Sample) -> Iterator[Any]:
+    """Every argument value of the gold path as the model must write it: a `$label.path$`
+    reference replaced by the value it points at in the earlier responses (ComplexFuncBench's
+    500-character parameter values are booking tokens copied out of responses), or kept as written
+    when it cannot be resolved (a response was not recorded)."""
+    outputs: dict[str, Any] = {}
+    for step_index, step in enumerate(sample.all_steps()):
+        for call in step:
+            try:
+                arguments = resolve_arguments(call.arguments, outputs, CallSite(call.label, call.name, step_index))
+            except UnresolvedReference:
+                arguments = call.arguments
+            yield from arguments.values()
+        for call in step:  # parallel calls cannot read each other: outputs count from the next step
+            if "response" in call.model_fields_set:
+                outputs[call.label] = call.response
+
+
 def measure_hardness(sample: Sample) -> SampleHardness:
     query = user_text(sample)
-    longest = max((value_length(value) for step in sample.all_steps() for call in step
-                   for value in call.arguments.values()), default=0)
+    longest = max((value_length(value) for value in resolved_argument_values(sample)), default=0)
     return SampleHardness(
         context_tokens=context_tokens(sample),
         longest_value=longest,

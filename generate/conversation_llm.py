@@ -28,6 +28,7 @@ from fcbench.catalog.openai import openai_tool_param
 from fcbench.config import PipelineConfig
 from fcbench.conversation import Scenario, conversation_environment, conversation_sample, tool_call, tool_result
 from fcbench.environments import Environment, ErrorReason
+from fcbench.llm.client import json_object_answer
 from fcbench.llm.prompts import PromptFile
 from fcbench.sample import Provenance, Sample, Tool
 from generate.common import PROMPTS
@@ -46,25 +47,10 @@ class _Reject(Exception):
         self.reason, self.detail, self.raw = reason, detail, raw
 
 
-def _json_object(completion: Any) -> dict[str, Any]:
-    from fcbench.llm.client import ParseError
-
-    text = (completion.content or "").strip()
-    if text.startswith("```"):
-        text = text.strip("`").removeprefix("json").strip()
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError(f"not JSON ({exc.msg})") from None
-    if not isinstance(value, dict):
-        raise ParseError("expected a JSON object")
-    return value
-
-
 def parse_description(completion: Any) -> str:
     from fcbench.llm.client import ParseError
 
-    value = _json_object(completion).get("description")
+    value = json_object_answer(completion).get("description")
     if not isinstance(value, str) or not value.strip():
         raise ParseError("expected {\"description\": non-empty text}")
     return value.strip()
@@ -74,7 +60,7 @@ def parse_user_turn(completion: Any) -> tuple[str, bool]:
     """(message, done) of the user simulator; off-script answers raise ParseError (re-asked)."""
     from fcbench.llm.client import ParseError
 
-    value = _json_object(completion)
+    value = json_object_answer(completion)
     message, done = value.get("message"), value.get("done", False)
     if not isinstance(message, str) or not message.strip() or not isinstance(done, bool):
         raise ParseError("expected {\"message\": non-empty text, \"done\": true|false}")

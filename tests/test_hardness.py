@@ -151,3 +151,13 @@ def test_a_forked_child_opens_its_own_token_cache(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "0"
+
+
+def test_the_longest_value_is_what_the_model_writes_with_references_resolved():
+    token = "BK" + "x7Q" * 200  # a 602-character booking token, found only in the search's answer
+    steps = [[Call(label="var_1", name="search", arguments={"city": "Paris"},
+                   response={"offers": [{"token": "short"}, {"token": token}]})],
+             [Call(label="var_2", name="book", arguments={"token": "$var_1.offers[1].token$", "note": "hi"})]]
+    assert measure_hardness(_sample("Book the second offer in Paris", steps)).longest_value == 602
+    unresolved = [[Call(label="var_2", name="book", arguments={"token": "$var_9.token$"})]]  # no such output
+    assert measure_hardness(_sample("Book it", unresolved)).longest_value == len("$var_9.token$")

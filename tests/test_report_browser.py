@@ -34,7 +34,7 @@ def test_report_opens_in_chromium_with_every_image_loaded(tmp_path: Path) -> Non
             page.screenshot(path=str(screenshot), full_page=True)
         finally:
             browser.close()
-    assert len(images) == files.images == 8
+    assert len(images) == files.images == 9  # (the context-length histogram is the ninth)
     assert all(image["complete"] and image["width"] > 0 for image in images), images
     assert headings == list(SECTIONS.values())
     assert title == "QA report: nestful-math"

@@ -35,8 +35,8 @@ world.WORLD_SIZE = "full"
 sys.modules[_spec.name] = world  # dataclasses look their module up while the module runs
 _spec.loader.exec_module(world)
 
-REVIEWS_PER_HOTEL = 10
-REVIEWS_PER_PRODUCT = 36
+REVIEWS_PER_HOTEL = 12
+REVIEWS_PER_PRODUCT = 44
 
 # Words a guest review or a description is put together from (a hash picks them).
 _OPENERS = ("We stayed here for", "Spent", "Booked this place for", "Our family chose this hotel for",

@@ -36,18 +36,9 @@ PROMPT = Path(__file__).resolve().parents[1] / "prompts" / "response_simulator.t
 
 def parse_simulated_response(completion: Any) -> Any:
     """The JSON object the simulator answered; `ParseError` (asked again) otherwise."""
-    from fcbench.llm.client import ParseError
+    from fcbench.llm.client import json_object_answer
 
-    text = (completion.content or "").strip()
-    if text.startswith("```"):
-        text = text.strip("`").removeprefix("json").strip()
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError(f"not JSON ({exc.msg})") from None
-    if not isinstance(value, dict):
-        raise ParseError("expected a JSON object")
-    return value
+    return json_object_answer(completion)
 
 
 class SimulatedEnvironment(Environment):

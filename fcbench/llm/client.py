@@ -76,6 +76,21 @@ class ParseError(ValueError):
     """Raised by a caller's `parse` callable when a completion is unusable (bad JSON, wrong schema)."""
 
 
+def json_object_answer(completion: Any) -> dict[str, Any]:
+    """The JSON object a prompt told the model to answer with (a ```json fence around it is
+    tolerated); `ParseError` for anything else, so the request is asked again."""
+    text = (completion.content or "").strip()
+    if text.startswith("```"):
+        text = text.strip("`").strip().removeprefix("json").strip()
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ParseError(f"the answer is not a JSON object ({exc.msg})") from None
+    if not isinstance(value, dict):
+        raise ParseError("the answer is not a JSON object")
+    return value
+
+
 # ------------------------------------------------------------------------------------ data
 @dataclass(frozen=True)
 class ChatRequest:

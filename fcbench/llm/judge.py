@@ -23,7 +23,7 @@ from typing import Any, Callable, Generic, Mapping, Sequence, TypeVar
 
 from fcbench.config import LLMConfig
 from fcbench.llm.cache import canonical_json
-from fcbench.llm.client import ChatRequest, Completion, LLMClient, LLMRejection, ParseError, RetryPolicy
+from fcbench.llm.client import ChatRequest, Completion, LLMClient, LLMRejection, RetryPolicy, json_object_answer
 from fcbench.llm.prompts import PromptFile
 
 JUDGE_PARSE_ATTEMPTS = 2  # the first answer and one re-ask
@@ -64,22 +64,6 @@ def judge_client(config: LLMConfig, cache: Any, environ: Mapping[str, str] | Non
                      retry=RetryPolicy(max_retries=config.max_retries, parse_attempts=JUDGE_PARSE_ATTEMPTS))
 
 
-def json_answer(completion: Completion) -> dict[str, Any]:
-    """The JSON object the judge was told to answer with (a ```json fence around it is tolerated);
-    `ParseError` for anything else."""
-    text = (completion.content or "").strip()
-    if text.startswith("```"):
-        text = text.strip("`").strip()
-        text = text.removeprefix("json").strip()
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        raise ParseError("the answer is not a JSON object") from None
-    if not isinstance(value, dict):
-        raise ParseError("the answer is not a JSON object")
-    return value
-
-
 class LLMJudge(Generic[T]):
     """`await judge.ask_all(questions)`: one verdict (or `JudgeError`) per question, in order.
 
@@ -96,7 +80,7 @@ class LLMJudge(Generic[T]):
                            response_format={"type": "json_object"}, prompt_hash=self.prompt.sha256)
 
     def _parse(self, completion: Completion) -> T:
-        return self.read(json_answer(completion))
+        return self.read(json_object_answer(completion))
 
     async def ask_all(self, questions: Sequence[Mapping[str, str]]) -> list[T | JudgeError]:
         unique: dict[str, int] = {}

@@ -9,7 +9,8 @@ import pytest
 
 from fcbench.config import LLMConfig
 from fcbench.llm.client import Completion, ParseError
-from fcbench.llm.judge import default_judge_cache, json_answer, judge_llm_config
+from fcbench.llm.client import json_object_answer as json_answer
+from fcbench.llm.judge import default_judge_cache, judge_llm_config
 
 
 def completion(text: str | None) -> Completion:
