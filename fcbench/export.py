@@ -29,6 +29,8 @@ import json
 import os
 import shutil
 import tempfile
+import threading
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -360,6 +362,22 @@ def export_stats(source: Path) -> DatasetStats:
                          for item in read_validated(source))
 
 
+def _export_stats_beside(source: Path, parent_pid: int) -> DatasetStats:
+    """`export_stats` in the second process, which ends when its parent does: a forked pool worker
+    holds both ends of its task pipe, so after a kill -9 of the export it would wait forever."""
+    _exit_with_parent(parent_pid)
+    return export_stats(source)
+
+
+def _exit_with_parent(parent_pid: int, every_s: float = 0.5) -> None:
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(every_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 class _StatsBeside:
     """The card's statistics computed in a second process while this one writes the Parquet
     shards: measuring long-context samples (token counts of every response) costs as much as
@@ -380,7 +398,7 @@ class _StatsBeside:
             # fork: the child starts at once with fcbench already imported (spawn would re-import it)
             context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
             self.pool = ProcessPoolExecutor(max_workers=1, mp_context=context)
-            self.future = self.pool.submit(export_stats, self.source)
+            self.future = self.pool.submit(_export_stats_beside, self.source, os.getpid())
         except (OSError, ValueError, RuntimeError):
             self.pool = self.future = None
         return self

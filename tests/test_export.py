@@ -448,3 +448,41 @@ def test_export_folder_is_readable_by_others_not_mkdtemp_private(tmp_path):
     summary = run_export_stage(load_pipelines(pipelines).get_pipeline("p"))
     mode = stat_module.S_IMODE((Path(summary.outputs["export"])).stat().st_mode)
     assert mode & stat_module.S_IROTH and mode & stat_module.S_IXOTH, oct(mode)
+
+
+def test_the_statistics_process_ends_when_a_killed_export_does(tmp_path):
+    """A forked pool worker holds both ends of its task pipe: after a kill -9 of the export it
+    would wait for a next task forever (one leftover process per killed export, seen after the
+    kill tests). It watches its parent and ends with it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    source = tmp_path / "validated.jsonl"
+    seeds = Path(__file__).resolve().parents[1] / "datasets" / "nestful-math" / "seeds.jsonl"
+    source.write_text(seeds.read_text())
+    script = (
+        "import os, signal, sys\n"
+        "from pathlib import Path\n"
+        "from fcbench.export import _StatsBeside\n"
+        "beside = _StatsBeside(Path(sys.argv[1])).__enter__()\n"
+        "beside.future.result()\n"  # the worker is idle now, waiting for a next task
+        "Path(sys.argv[2]).write_text(' '.join(map(str, beside.pool._processes)))\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n")
+    pid_file = tmp_path / "worker.pid"  # (not stdout: a leftover worker would hold that pipe open)
+    done = subprocess.run([sys.executable, "-c", script, str(source), str(pid_file)], stdin=subprocess.DEVNULL,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                          cwd=Path(__file__).resolve().parents[1], timeout=120)
+    assert done.returncode == -signal.SIGKILL
+    worker = int(pid_file.read_text().split()[0])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(worker, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    os.kill(worker, signal.SIGKILL)
+    raise AssertionError(f"the statistics process {worker} outlived its killed export")
