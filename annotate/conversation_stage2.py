@@ -23,7 +23,7 @@ from annotate.conversation_tasks import (CONVERSATION_KIND, ConversationAnswer, 
                                          conversation_qa, conversation_task)
 from annotate.files import sample_lines, write_lines
 from annotate.problems import Problem, ProblemCode
-from annotate.pull import AnnotationInfo, TaskOutcome, annotations_of, with_provenance
+from annotate.pull import TaskOutcome, open_task, with_provenance
 from annotate.pulling import (SHOWN_CONVERSATION, PullReport, annotation_catalog, fetch_tasks, pipeline_environment,
                               read_canonical, refuse_stale_drafts, send_back_to_annotators)
 from annotate.push import PushSummary, push_tasks
@@ -118,27 +118,10 @@ def process_conversation_tasks(tasks: Sequence[Any], environment: Callable[[], E
     return outcomes
 
 
-def _latest_first(annotations: Sequence[AnnotationInfo]) -> list[AnnotationInfo]:
-    return sorted(annotations, key=lambda info: (info.updated_at or "", info.annotation_id or 0), reverse=True)
-
-
 def _process(task: dict[str, Any], data: dict[str, Any], environment: Callable[[], Environment | None],
              users: dict[int, str], project_id: int | None, catalog: Any) -> TaskOutcome:
-    outcome = TaskOutcome(int(task["id"]), data.get("sample_id"), "pending", data)
-    annotations = annotations_of(task, users)
-    submitted = _latest_first([info for info in annotations if not info.was_cancelled])
-    if not annotations:
-        return outcome
-    if not submitted:
-        outcome.status = "cancelled"
-        outcome.annotation = _latest_first(annotations)[0]
-        outcome.problems = [Problem(ProblemCode.CANCELLED, "the annotator skipped the task")]
-        return outcome
-    outcome.annotation = submitted[0]
-    draft = draft_of(data, catalog)
+    outcome, draft, submitted = open_task(task, data, users, catalog, what="conversation")
     if draft is None:
-        outcome.status = "rejected"
-        outcome.problems = [Problem(ProblemCode.MISSING_DRAFT, "the task data holds no fcbench conversation")]
         return outcome
     correction = build_conversation(draft, ConversationAnswer.from_result(submitted[0].result), environment)
     if correction.problems or correction.sample is None:

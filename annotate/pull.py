@@ -147,29 +147,40 @@ def _malformed(task_id: Any, position: int, detail: str, data: dict[str, Any] | 
     return outcome
 
 
-def _process_task(task: dict[str, Any], data: dict[str, Any], builder: Builder,
-                  environment: Callable[[], Environment | None], users: dict[int, str], stage: str,
-                  project_id: int | None, catalog: ToolCatalog | None) -> TaskOutcome:
+def open_task(task: dict[str, Any], data: dict[str, Any], users: dict[int, str], catalog: ToolCatalog | None,
+              what: str = "draft") -> tuple[TaskOutcome, Sample | None, list[AnnotationInfo]]:
+    """What every kind of task starts with: its submitted annotations (latest first) and the draft
+    it was made from. Without the draft the outcome is already decided: pending (no annotation),
+    cancelled (every annotation skipped) or rejected (no draft in the task data, or one that cannot
+    be rebuilt)."""
     outcome = TaskOutcome(int(task["id"]), data.get("sample_id"), "pending", data)
     annotations = annotations_of(task, users)
     submitted = _latest_first([info for info in annotations if not info.was_cancelled])
     if not annotations:
-        return outcome
+        return outcome, None, submitted
     if not submitted:
         outcome.status = "cancelled"
         outcome.annotation = _latest_first(annotations)[0]
         outcome.problems = [Problem(ProblemCode.CANCELLED, "the annotator skipped the task")]
-        return outcome
+        return outcome, None, submitted
     outcome.annotation = submitted[0]  # until a gold annotation is chosen
     try:
         draft = draft_of(data, catalog)
     except ValueError as exc:  # DraftUnavailable, or a draft that is not a valid sample
         outcome.status = "rejected"
-        outcome.problems = [Problem(ProblemCode.MISSING_DRAFT, f"the task's draft cannot be rebuilt: {exc}")]
-        return outcome
+        outcome.problems = [Problem(ProblemCode.MISSING_DRAFT, f"the task's {what} cannot be rebuilt: {exc}")]
+        return outcome, None, submitted
     if draft is None:
         outcome.status = "rejected"
-        outcome.problems = [Problem(ProblemCode.MISSING_DRAFT, "the task data holds no fcbench draft")]
+        outcome.problems = [Problem(ProblemCode.MISSING_DRAFT, f"the task data holds no fcbench {what}")]
+    return outcome, draft, submitted
+
+
+def _process_task(task: dict[str, Any], data: dict[str, Any], builder: Builder,
+                  environment: Callable[[], Environment | None], users: dict[int, str], stage: str,
+                  project_id: int | None, catalog: ToolCatalog | None) -> TaskOutcome:
+    outcome, draft, submitted = open_task(task, data, users, catalog)
+    if draft is None:
         return outcome
     assigned = data.get(ASSIGNED_FIELD)
     if isinstance(assigned, list) and assigned:
