@@ -309,6 +309,10 @@ class PipelineConfig(_Config):
     # a file read by this pipeline's stages whose share of unreadable lines is above this is refused
     # as a whole (fcbench.jsonl's bad-line policy; `build-dataset --max-bad-share` overrides it)
     max_bad_line_share: float = Field(0.5, ge=0, le=1)
+    # megabytes of resident memory a stage of this pipeline may use before it stops with exit 1
+    # (fcbench.memory; `build-dataset --memory-ceiling-mb` overrides it); the stages stream, so
+    # this is a guard, not a budget they fill
+    memory_ceiling_mb: int = Field(2048, ge=256, le=1_048_576)
     environment: EnvironmentConfig | None = None
     llm: LLMConfig | None = None
     # the LLM that judges `evaluate` (ComplexEval call equivalence, completeness, correctness: the

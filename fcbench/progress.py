@@ -3,6 +3,7 @@
 On a terminal: a rich progress bar with the count, rate and time left. Elsewhere (CI logs, a pipe):
 one plain line every `log_every_s` seconds, the first after `quiet_s` (a run shorter than that
 prints nothing, so quick commands and tests stay quiet). `FCBENCH_PROGRESS=0` turns it off.
+Counting also checks the stage's memory ceiling (`fcbench.memory`), whether or not it is shown.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import os
 import sys
 import time
 from typing import IO, Any, Awaitable, TypeVar
+
+from fcbench.memory import CHECK_EVERY_S, check_memory
 
 T = TypeVar("T")
 
@@ -28,6 +31,7 @@ class StageProgress:
         self._quiet_s = quiet_s
         self._started = time.monotonic()
         self._last_line = self._started
+        self._last_memory_check = float("-inf")  # the first count checks at once: a short stage is checked too
         self._enabled = os.environ.get("FCBENCH_PROGRESS", "1") != "0"
         self._bar: Any = None
         self._task: Any = None
@@ -47,6 +51,9 @@ class StageProgress:
     def advance(self, count: int = 1) -> None:
         self.done += count
         now = time.monotonic()
+        if now - self._last_memory_check >= CHECK_EVERY_S:
+            self._last_memory_check = now
+            check_memory(self.label, self.done, self.total)
         if self._bar is not None:
             rate = self.done / max(now - self._started, 1e-9)
             self._bar.update(self._task, advance=count, rate=f"{rate:,.0f}/s")

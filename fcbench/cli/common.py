@@ -60,6 +60,7 @@ console = Console()
 # Whether `--max-bad-share` was given on this command line: then it wins over a pipeline's
 # `max_bad_line_share` (fcbench.jsonl's bad-line policy).
 _bad_share_given = False
+_memory_ceiling_given = False
 
 
 @app.callback()
@@ -67,12 +68,19 @@ def _root(max_bad_share: float = typer.Option(
         None, "--max-bad-share", min=0.0, max=1.0,
         help="Every reader skips and reports a bad line (file:line); a file with a larger share of bad lines than "
              "this is refused as a whole (default: the pipeline's max_bad_line_share, else 0.5; 1 never refuses). "
-             "Give it before the command: build-dataset --max-bad-share 1 convert ...")) -> None:
+             "Give it before the command: build-dataset --max-bad-share 1 convert ..."),
+          memory_ceiling_mb: int = typer.Option(
+        None, "--memory-ceiling-mb", min=256, max=1_048_576,
+        help="A stage whose resident memory passes this many MB stops with exit 1, replacing no output "
+             "(default: the pipeline's memory_ceiling_mb, else 2048). Give it before the command.")) -> None:
     from fcbench.jsonl import DEFAULT_MAX_BAD_SHARE, set_bad_line_policy
+    from fcbench.memory import DEFAULT_CEILING_MB, set_memory_ceiling
 
-    global _bad_share_given
+    global _bad_share_given, _memory_ceiling_given
     _bad_share_given = max_bad_share is not None
     set_bad_line_policy(DEFAULT_MAX_BAD_SHARE if max_bad_share is None else max_bad_share)
+    _memory_ceiling_given = memory_ceiling_mb is not None
+    set_memory_ceiling(DEFAULT_CEILING_MB if memory_ceiling_mb is None else memory_ceiling_mb)
 
 
 def _fail(message: str) -> None:
@@ -116,6 +124,10 @@ def _load_pipeline(name: str, file: Path, record: bool = False, batch: bool = Fa
         from fcbench.jsonl import set_bad_line_policy
 
         set_bad_line_policy(pipeline.max_bad_line_share)
+    if not _memory_ceiling_given:
+        from fcbench.memory import set_memory_ceiling
+
+        set_memory_ceiling(pipeline.memory_ceiling_mb)
     if batch:
         if pipeline.llm is None:
             raise UserError(f"pipeline {name!r}: --batch needs an `llm:` block in {file}")
