@@ -59,7 +59,11 @@ class FormLayout:
 def slot_count(drafts: Sequence[Sample]) -> int:
     """Slots for a project: the longest draft plus room to add calls. Computed over the whole
     drafts file, so every push of one stage1 run builds the same config."""
-    longest = max((len(draft.all_calls()) for draft in drafts), default=0)
+    return slots_for_longest(max((len(draft.all_calls()) for draft in drafts), default=0))
+
+
+def slots_for_longest(longest: int) -> int:
+    """Slots for a project whose longest draft has `longest` calls."""
     return min(MAX_SLOTS, max(DEFAULT_SLOTS, longest + EXTRA_SLOTS))
 
 

@@ -12,8 +12,6 @@ the task. Other submitted annotations of the same task are compared with it for 
 
 from __future__ import annotations
 
-import gzip
-import json
 import time
 from dataclasses import dataclass, field, replace
 from itertools import combinations
@@ -23,6 +21,7 @@ from typing import Any, Callable, Iterable, Sequence
 from annotate.agreement import ACCEPT, REJECT, PairAgreement, UnitAgreement
 from annotate.checks import CheckOutcome, check_correction
 from annotate.client import Connection, ServerError, server_errors
+from annotate.export_stream import ExportTasks, SpooledExport
 from annotate.problems import NOT_ERRORS, Problem, ProblemCode
 from annotate.qa import Agreement, SampleDiff, agreement, diff_sample
 from annotate.render import last_user_text
@@ -118,23 +117,29 @@ def junior_builder(candidate: Sample, result: Sequence[Any]) -> Correction:
 def process_tasks(tasks: Iterable[dict[str, Any]], kind: str, builder: Builder,
                   environment: Callable[[], Environment | None], users: dict[int, str] | None = None,
                   stage: str = "stage2", project_id: int | None = None,
-                  catalog: ToolCatalog | None = None) -> list[TaskOutcome]:
+                  catalog: ToolCatalog | None = None,
+                  on_outcome: Callable[[TaskOutcome], None] | None = None) -> list[TaskOutcome]:
     """Every task of `kind` turned into an outcome. `environment` is called only when a submitted
-    annotation needs checking (opening a tool pool for a project with no annotation is waste)."""
-    outcomes = []
+    annotation needs checking (opening a tool pool for a project with no annotation is waste).
+    `on_outcome` sees each outcome as soon as it is made, before the next task is read: a pull of
+    a streamed export finishes with each task there (and may drop what it no longer needs)."""
+    outcomes: list[TaskOutcome] = []
     for position, task in enumerate(tasks):
         data = task.get("data") if isinstance(task, dict) else None
         task_id = task.get("id") if isinstance(task, dict) else None
         if not isinstance(task_id, int) or not isinstance(data, dict):
             # One broken task in an export is that task's reject, never the whole pull's failure.
-            outcomes.append(_malformed(task_id, position, "the task has no integer id or no data object"))
+            outcome = _malformed(task_id, position, "the task has no integer id or no data object")
+        elif data.get("kind") != kind:
             continue
-        if data.get("kind") != kind:
-            continue
-        try:
-            outcomes.append(_process_task(task, data, builder, environment, users or {}, stage, project_id, catalog))
-        except (AttributeError, KeyError, TypeError, ValueError) as exc:
-            outcomes.append(_malformed(task_id, position, f"{type(exc).__name__}: {exc}", data))
+        else:
+            try:
+                outcome = _process_task(task, data, builder, environment, users or {}, stage, project_id, catalog)
+            except (AttributeError, KeyError, TypeError, ValueError) as exc:
+                outcome = _malformed(task_id, position, f"{type(exc).__name__}: {exc}", data)
+        if on_outcome is not None:
+            on_outcome(outcome)
+        outcomes.append(outcome)
     return outcomes
 
 
@@ -293,28 +298,22 @@ def with_provenance(sample: Sample, annotation: AnnotationInfo, stage: str, data
 
 # ------------------------------------------------------------------------------------ export sources
 def read_export_file(path: Path) -> list[dict[str, Any]]:
-    """A Label Studio JSON export (a list of task objects), as downloaded from the UI or the API, or gzipped."""
-    from fcbench.errors import UserError
-
-    try:
-        # a gzip-compressed export (.json.gz) is read as it is: exports of long-response tasks are large
-        raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-        value = json.loads(raw.decode("utf-8"))
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: not a readable Label Studio JSON export ({exc})") from None
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{path}: not a Label Studio JSON export ({exc.msg} at line {exc.lineno})") from None
-    if not isinstance(value, list):
-        raise UserError(f"{path}: not a Label Studio JSON export (expected a list of tasks)")
-    if value and not any(isinstance(task, dict) and "id" in task for task in value):
-        raise UserError(f"{path}: not a Label Studio JSON export (no task has an 'id')")
-    return value  # a malformed task among good ones is that task's reject (process_tasks)
+    """A Label Studio JSON export (a list of task objects), as downloaded from the UI or the API, or
+    gzipped, as a list. A pull reads it as a stream instead (`annotate.export_stream.ExportTasks`)."""
+    return list(ExportTasks(path))  # a malformed task among good ones is that task's reject (process_tasks)
 
 
 def export_snapshot(connection: Connection, client: Any, project_id: int,
                     timeout: float = EXPORT_TIMEOUT_S) -> list[dict[str, Any]]:
+    """Every task of the project with its annotations, as a list (a pull streams `download_snapshot`)."""
+    return list(download_snapshot(connection, client, project_id, timeout))
+
+
+def download_snapshot(connection: Connection, client: Any, project_id: int,
+                      timeout: float = EXPORT_TIMEOUT_S) -> SpooledExport:
     """Every task of the project with its annotations. The synchronous export only returns annotated
-    tasks; a snapshot returns all, so pending and deleted tasks can be told apart."""
+    tasks; a snapshot returns all, so pending and deleted tasks can be told apart. The download is
+    written to a temporary file chunk by chunk and read back one task at a time."""
     with server_errors(connection, "exporting the annotations"):
         export = client.projects.exports.create(id=project_id, title="fcbench pull")
         deadline = time.monotonic() + timeout
@@ -326,9 +325,11 @@ def export_snapshot(connection: Connection, client: Any, project_id: int,
                 raise ServerError(f"Label Studio at {connection.url}: the export of project {project_id} "
                                   f"{'failed' if status == 'failed' else 'did not finish in time'}")
             time.sleep(0.1)
-        body = b"".join(client.projects.exports.download(id=project_id, export_pk=export.id, export_type="JSON"))
+        spooled = SpooledExport(client.projects.exports.download(id=project_id, export_pk=export.id,
+                                                                 export_type="JSON"),
+                                f"the export of project {project_id} from {connection.url}")
         client.projects.exports.delete(id=project_id, export_pk=export.id)  # keep the server's media dir tidy
-    return json.loads(body)
+    return spooled
 
 
 def user_emails(connection: Connection, client: Any) -> dict[int, str]:

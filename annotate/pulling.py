@@ -8,12 +8,13 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from annotate import render
 from annotate.client import Connection, open_client, resolve_connection, server_errors
 from annotate.problems import Problem, ProblemCode
-from annotate.pull import TaskOutcome, export_snapshot, process_tasks, read_export_file, user_emails
+from annotate.export_stream import ExportTasks
+from annotate.pull import TaskOutcome, download_snapshot, process_tasks, user_emails
 from annotate.push import find_project, update_task_data
 from annotate.live_check import verdict_of
 from annotate.rework import REWORK_MARKERS_FIELD, markers_of, server_task, sync_rework
@@ -127,22 +128,26 @@ class LazyEnvironment:
             self._environment.close()
 
 
-def pipeline_environment(pipeline: PipelineConfig, samples: Callable[[], Sequence[Sample]]) -> LazyEnvironment:
+def pipeline_environment(pipeline: PipelineConfig, samples: Callable[[], Iterable[Sample]]) -> LazyEnvironment:
+    """`samples` gives the drafts whose tools the environment offers when the pipeline names no
+    catalog; it is iterated once and only then (a pull of long-response tasks never holds them)."""
     def opener() -> Environment | None:
         if pipeline.environment is None:
             return None  # no environment: kept responses are checked for consistency instead
         from fcbench.environments.from_config import open_environment
 
-        return open_environment(pipeline, list(samples()))
+        return open_environment(pipeline, samples())
 
     return LazyEnvironment(opener)
 
 
 @dataclass
 class FetchedTasks:
-    """The tasks of a project, from the server or from an export file, and what a send-back needs."""
+    """The tasks of a project, from the server or from an export file, and what a send-back needs.
+    `tasks` is an export read as a stream (`annotate.export_stream`): it can be iterated again,
+    and never holds every task at once."""
 
-    tasks: list[dict[str, Any]]
+    tasks: Iterable[Any]
     source: str
     connection: Connection | None = None
     client: Any = None
@@ -152,23 +157,36 @@ class FetchedTasks:
 
 def fetch_tasks(title: str, from_export: Path | None, connection: Connection | None) -> FetchedTasks:
     if from_export is not None:
-        return FetchedTasks(read_export_file(from_export), str(from_export), connection)
+        return FetchedTasks(ExportTasks(from_export), str(from_export), connection)
     connection = connection or resolve_connection()
     client = open_client(connection)
     project_id = existing_project_id(connection, client, title)
-    return FetchedTasks(export_snapshot(connection, client, project_id), f"{connection.url} project {project_id}",
+    return FetchedTasks(download_snapshot(connection, client, project_id), f"{connection.url} project {project_id}",
                         connection, client, project_id, user_emails(connection, client))
 
 
-def check_tasks(pipeline: PipelineConfig, fetched: FetchedTasks, kind: str, builder: Any, stage: str) -> list[TaskOutcome]:
-    """Convert and check every task's annotation, re-executing paths in the pipeline's environment."""
+def check_tasks(pipeline: PipelineConfig, fetched: FetchedTasks, kind: str, builder: Any, stage: str,
+                on_outcome: Callable[[TaskOutcome], None] | None = None) -> list[TaskOutcome]:
+    """Convert and check every task's annotation, re-executing paths in the pipeline's environment;
+    `on_outcome` as in `process_tasks`."""
     catalog = annotation_catalog(pipeline)
-    environment = pipeline_environment(pipeline, lambda: drafts_in_tasks(fetched.tasks, catalog))
+    environment = pipeline_environment(pipeline, lambda: iter_drafts_in_tasks(fetched.tasks, catalog))
     try:
         return process_tasks(fetched.tasks, kind, builder, environment, fetched.users, stage, fetched.project_id,
-                             catalog)
+                             catalog, on_outcome)
     finally:
         environment.close()
+
+
+# What a task carries only to be shown (and to rebuild its draft, done once the outcome is made and
+# checked against the current drafts): dropped from outcomes kept for the whole pull, so its memory
+# does not hold every task's responses twice. Kept when tasks are sent back (their data is written
+# back to the server whole).
+DISPLAY_ONLY_FIELDS = ("draft", "tools", "draft_html", "entry_options", "ref_options", "form_slots")
+
+
+def drop_display_fields(outcome: TaskOutcome) -> None:
+    outcome.task_data = {key: value for key, value in outcome.task_data.items() if key not in DISPLAY_ONLY_FIELDS}
 
 
 def send_back_to_annotators(fetched: FetchedTasks, outcomes: Sequence[TaskOutcome], report: "PullReport") -> None:
@@ -186,8 +204,11 @@ def existing_project_id(connection: Connection, client: Any, title: str) -> int:
     return int(project.id)
 
 
-def drafts_in_tasks(tasks: Sequence[dict[str, Any]], catalog: ToolCatalog | None = None) -> list[Sample]:
-    drafts = []
+def drafts_in_tasks(tasks: Iterable[Any], catalog: ToolCatalog | None = None) -> list[Sample]:
+    return list(iter_drafts_in_tasks(tasks, catalog))
+
+
+def iter_drafts_in_tasks(tasks: Iterable[Any], catalog: ToolCatalog | None = None) -> Iterator[Sample]:
     for task in tasks:
         data = task.get("data") if isinstance(task, dict) else None
         if not isinstance(data, dict):
@@ -197,8 +218,7 @@ def drafts_in_tasks(tasks: Sequence[dict[str, Any]], catalog: ToolCatalog | None
         except ValueError:
             continue
         if draft is not None:
-            drafts.append(draft)
-    return drafts
+            yield draft
 
 
 def send_back_feedback(connection: Connection, client: Any, outcomes: Sequence[TaskOutcome]) -> tuple[int, int]:

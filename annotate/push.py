@@ -5,11 +5,16 @@ project's tasks are listed before importing. A task already there is skipped; a 
 changed since is updated only when no annotator has touched it (no annotation, no skipped
 annotation, no saved draft), otherwise it is left alone and reported. Tasks are imported in
 batches: if the server stops mid-push, the batches already imported are found on the next run.
+
+Tasks are taken as a stream and imported in batches bounded by count and by bytes: tasks of
+long-response drafts are up to ~1.3 MB of JSON each, and a push of 1,000 of them held at once (or
+sent in one request) would take gigabytes on both sides.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Iterable, Sequence
 
@@ -17,7 +22,9 @@ from annotate.client import Connection, raw_request, server_errors
 from annotate.configs import ConfigSpec, PredictionValidator, validated_config
 
 IMPORT_BATCH = 500  # tasks per import request: well under the server's 200 MB limit for drafts of a few KB
+IMPORT_BATCH_BYTES = 16 * 2**20  # and at most this much task JSON per request (the server parses it whole)
 LIST_PAGE = 500
+PLAN_PAGE = 100  # tasks per page when listing for a push (each page carries the tasks' whole data)
 
 
 class Action(str, Enum):
@@ -68,28 +75,34 @@ def existing_from_api(item: dict[str, Any]) -> ExistingTask:
     return ExistingTask(int(item["id"]), data.get("sample_id"), data.get("draft_hash"), touched, data, annotations)
 
 
-def plan_push(tasks: Sequence[dict[str, Any]], existing: Iterable[ExistingTask]) -> list[PlannedTask]:
-    """What to do with each task (pure): the decision that makes pushing twice harmless."""
-    by_key: dict[tuple[str | None, str | None], ExistingTask] = {}
-    by_sample: dict[str | None, list[ExistingTask]] = {}
-    for task in existing:
-        by_key.setdefault((task.sample_id, task.draft_hash), task)
-        by_sample.setdefault(task.sample_id, []).append(task)
-    plan: list[PlannedTask] = []
-    for task in tasks:
+class PushPlanner:
+    """What to do with each task given the project's existing tasks (pure): the decision that makes
+    pushing twice harmless. One task at a time, so a push can stream its tasks."""
+
+    def __init__(self, existing: Iterable[ExistingTask]) -> None:
+        self.by_key: dict[tuple[str | None, str | None], ExistingTask] = {}
+        self.by_sample: dict[str | None, list[ExistingTask]] = {}
+        for task in existing:
+            self.by_key.setdefault((task.sample_id, task.draft_hash), task)
+            self.by_sample.setdefault(task.sample_id, []).append(task)
+
+    def plan(self, task: dict[str, Any]) -> PlannedTask:
         data = task["data"]
         key = (data["sample_id"], data["draft_hash"])
-        if key in by_key:
-            plan.append(PlannedTask(Action.SKIP, task, by_key[key]))
-            continue
-        others = by_sample.get(data["sample_id"], [])
+        if key in self.by_key:
+            return PlannedTask(Action.SKIP, task, self.by_key[key])
+        others = self.by_sample.get(data["sample_id"], [])
         if not others:
-            plan.append(PlannedTask(Action.CREATE, task))
-        elif all(other.touched for other in others):
-            plan.append(PlannedTask(Action.KEEP_TOUCHED, task, others[0]))
-        else:
-            plan.append(PlannedTask(Action.UPDATE, task, next(other for other in others if not other.touched)))
-    return plan
+            return PlannedTask(Action.CREATE, task)
+        if all(other.touched for other in others):
+            return PlannedTask(Action.KEEP_TOUCHED, task, others[0])
+        return PlannedTask(Action.UPDATE, task, next(other for other in others if not other.touched))
+
+
+def plan_push(tasks: Sequence[dict[str, Any]], existing: Iterable[ExistingTask]) -> list[PlannedTask]:
+    """What to do with each task (pure): the decision that makes pushing twice harmless."""
+    planner = PushPlanner(existing)
+    return [planner.plan(task) for task in tasks]
 
 
 # --------------------------------------------------------------------------------------- server side
@@ -113,67 +126,86 @@ def ensure_project(client: Any, title: str, xml: str, model_version: str) -> int
     return int(project.id)
 
 
-def list_tasks(client: Any, project_id: int) -> list[ExistingTask]:
-    """Every task of the project with what `plan_push` needs (one request per page)."""
+def list_tasks(client: Any, project_id: int, keep_data: bool = True, page_size: int = LIST_PAGE) -> list[ExistingTask]:
+    """Every task of the project with what `plan_push` needs (one request per page); without
+    `keep_data`, only the keys a push plans on are kept of each task's data (a project of
+    long-response tasks holds gigabytes of data)."""
     tasks: list[ExistingTask] = []
     page = 1
     while True:
         response = raw_request(client, "GET", "api/tasks/", params={
-            "project": project_id, "page": page, "page_size": LIST_PAGE, "fields": "task_only",
+            "project": project_id, "page": page, "page_size": page_size, "fields": "task_only",
             "include": "id,data,total_annotations,cancelled_annotations,drafts"})
         if response.status_code == 404:  # past the last page
             break
         response.raise_for_status()
         body = response.json()
         items = body.get("tasks", []) if isinstance(body, dict) else body
-        tasks.extend(existing_from_api(item) for item in items)
-        total = body.get("total", len(tasks)) if isinstance(body, dict) else len(tasks)
-        if not items or len(tasks) >= total:
+        page_count = len(items)
+        total = body.get("total", len(tasks) + page_count) if isinstance(body, dict) else len(tasks) + page_count
+        found = [existing_from_api(item) for item in items]
+        tasks.extend(found if keep_data else (replace(task, data={}) for task in found))
+        if not page_count or len(tasks) >= total:
             break
         page += 1
     return tasks
 
 
-def push_tasks(connection: Connection, client: Any, title: str, spec: ConfigSpec, tasks: Sequence[dict[str, Any]],
-               model_version: str, batch_size: int = IMPORT_BATCH, forms: str = "") -> PushSummary:
+def push_tasks(connection: Connection, client: Any, title: str, spec: ConfigSpec, tasks: Iterable[dict[str, Any]],
+               model_version: str, batch_size: int = IMPORT_BATCH, forms: str = "",
+               batch_bytes: int = IMPORT_BATCH_BYTES) -> PushSummary:
     """Push the tasks. Every prediction is given `model_version`, the project's own: Label Studio
     pre-fills a task served by "Label All Tasks" only from predictions of the project's model
-    version (opening a task from the list shows any prediction, which hid the difference)."""
-    tasks = [with_model_version(task, model_version) for task in tasks]
+    version (opening a task from the list shows any prediction, which hid the difference).
+
+    `tasks` is read once, as a stream: each task is checked and planned as it comes, new tasks are
+    imported in batches of at most `batch_size` tasks and `batch_bytes` of JSON, in the order given,
+    so memory holds one batch whatever the number of tasks."""
     with server_errors(connection, "checking the label config"):
         xml = validated_config(spec, client, forms=forms)
     validator = PredictionValidator(xml)
-    valid: list[dict[str, Any]] = []
-    invalid: list[dict[str, Any]] = []
-    for task in tasks:
-        problems = [problem for prediction in task.get("predictions", []) for problem in validator.problems(prediction)]
-        if problems:
-            invalid.append({"id": task["data"]["sample_id"], "reason": "invalid_prediction", "problems": problems})
-        else:
-            valid.append(task)
     with server_errors(connection, "preparing the project"):
         project_id = ensure_project(client, title, xml, model_version)
-        plan = plan_push(valid, list_tasks(client, project_id))
-    summary = PushSummary(project_id, title, invalid=invalid)
+        planner = PushPlanner(list_tasks(client, project_id, keep_data=False, page_size=PLAN_PAGE))
+    summary = PushSummary(project_id, title)
     counts = {action.value: 0 for action in Action}
-    counts["invalid"] = len(invalid)
-    creates = [item.task for item in plan if item.action is Action.CREATE]
-    with server_errors(connection, f"importing {len(creates)} tasks"):
-        for start in range(0, len(creates), batch_size):
-            batch = creates[start:start + batch_size]
-            response = client.projects.import_tasks(id=project_id, request=batch, return_task_ids=True)
+    data_keys: set[str] = set()
+    batch: list[dict[str, Any]] = []
+    batch_size_bytes = 0
+
+    def import_batch() -> None:
+        nonlocal batch, batch_size_bytes
+        if batch:
+            with server_errors(connection, f"importing {len(batch)} tasks ({counts[Action.CREATE.value]} imported before)"):
+                response = client.projects.import_tasks(id=project_id, request=batch, return_task_ids=True)
             summary.task_ids.extend(int(task_id) for task_id in (response.task_ids or []))
             counts[Action.CREATE.value] += len(batch)
-    with server_errors(connection, "updating changed drafts"):
-        for item in plan:
-            if item.action is Action.UPDATE and item.existing is not None:
+        batch, batch_size_bytes = [], 0
+
+    for task in tasks:
+        task = with_model_version(task, model_version)
+        data_keys.update(task["data"])
+        problems = [problem for prediction in task.get("predictions", []) for problem in validator.problems(prediction)]
+        if problems:
+            summary.invalid.append({"id": task["data"]["sample_id"], "reason": "invalid_prediction", "problems": problems})
+            continue
+        item = planner.plan(task)
+        if item.action is Action.CREATE:
+            size = len(json.dumps(task, ensure_ascii=False).encode("utf-8"))
+            if batch and (len(batch) >= batch_size or batch_size_bytes + size > batch_bytes):
+                import_batch()
+            batch.append(task)
+            batch_size_bytes += size
+        elif item.action is Action.UPDATE and item.existing is not None:
+            with server_errors(connection, "updating changed drafts"):
                 replace_untouched_task(client, project_id, item.existing.id, item.task)
-                counts[Action.UPDATE.value] += 1
-    for item in plan:
-        if item.action in (Action.SKIP, Action.KEEP_TOUCHED):
+            counts[Action.UPDATE.value] += 1
+        else:
             counts[item.action.value] += 1
+    import_batch()
+    counts["invalid"] = len(summary.invalid)
     with server_errors(connection, "setting up the task list"):
-        ensure_task_view(client, project_id, {key for task in tasks for key in task["data"]})
+        ensure_task_view(client, project_id, data_keys)
     summary.counts = counts
     return summary
 

@@ -39,16 +39,37 @@ def shape_key(shape: PathShape) -> tuple[str, int, int, int]:
     return (shape.difficulty.value, shape.n_steps, shape.n_calls, shape.nesting_depth)
 
 
+@dataclass(frozen=True)
+class DraftSummary:
+    """What selection needs of one draft (its responses are not kept: a push of long-response drafts
+    selects from summaries and reads each picked draft back from its file)."""
+
+    id: str
+    completeness: Completeness
+    shape: tuple[str, int, int, int]
+    position: int  # where the draft is in its source (a list index, or a line's offset in a file)
+
+
+def draft_summary(sample: Sample, position: int) -> DraftSummary:
+    return DraftSummary(sample.id, completeness(sample), shape_key(path_shape(sample)), position)
+
+
 def select_drafts(drafts: Sequence[Sample], count: int) -> list[Sample]:
+    """Up to `count` drafts, in the order picked (see `select_summaries`)."""
+    return [drafts[summary.position] for summary in
+            select_summaries([draft_summary(sample, index) for index, sample in enumerate(drafts)], count)]
+
+
+def select_summaries(drafts: Sequence[DraftSummary], count: int) -> list[DraftSummary]:
     """Up to `count` drafts, in the order picked. Drafts are taken tier by tier (a query, a
     well-formed path, a response on every call: the fully complete tier first); within a tier,
     round-robin over path shapes, each shape's richest draft first, so every shape is covered
     before any shape gets a second draft."""
-    tiers: dict[tuple[bool, bool, bool], list[Sample]] = {}
-    for sample in drafts:
-        value = completeness(sample)
-        tiers.setdefault((value.has_query, value.well_formed, value.responses_fraction == 1.0), []).append(sample)
-    picked: list[Sample] = []
+    tiers: dict[tuple[bool, bool, bool], list[DraftSummary]] = {}
+    for draft in drafts:
+        value = draft.completeness
+        tiers.setdefault((value.has_query, value.well_formed, value.responses_fraction == 1.0), []).append(draft)
+    picked: list[DraftSummary] = []
     for tier in sorted(tiers, reverse=True):
         picked.extend(_round_robin(tiers[tier], count - len(picked)))
         if len(picked) >= count:
@@ -56,13 +77,13 @@ def select_drafts(drafts: Sequence[Sample], count: int) -> list[Sample]:
     return picked
 
 
-def _round_robin(samples: Sequence[Sample], count: int) -> list[Sample]:
-    ranked = sorted(samples, key=lambda sample: (_descending(completeness(sample)), sample.id))
-    groups: dict[tuple[str, int, int, int], list[Sample]] = {}
-    for sample in ranked:  # insertion order = order of each shape's best draft
-        groups.setdefault(shape_key(path_shape(sample)), []).append(sample)
+def _round_robin(drafts: Sequence[DraftSummary], count: int) -> list[DraftSummary]:
+    ranked = sorted(drafts, key=lambda draft: (_descending(draft.completeness), draft.id))
+    groups: dict[tuple[str, int, int, int], list[DraftSummary]] = {}
+    for draft in ranked:  # insertion order = order of each shape's best draft
+        groups.setdefault(draft.shape, []).append(draft)
     queues = list(groups.values())
-    picked: list[Sample] = []
+    picked: list[DraftSummary] = []
     depth = 0
     while len(picked) < count and any(depth < len(queue) for queue in queues):
         for queue in queues:

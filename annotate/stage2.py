@@ -15,29 +15,33 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+from pydantic import ValidationError
 
 from annotate.agreement import summarise_agreement
 from annotate.ambiguity import find_ambiguities
 from annotate.ambiguity_quality import WarningQuality, removed_ambiguities
 from annotate.client import Connection, open_client, resolve_connection, server_errors
-from annotate.call_form import FormLayout, form_xml, formable_tools, slot_count
+from annotate.call_form import FormLayout, form_xml, formable_tools, slots_for_longest
 from annotate.configs import SENIOR
 from annotate.files import sample_lines, write_lines
 from annotate.problems import ProblemCode
 from annotate.pull import (TaskOutcome, senior_builder)
 from annotate.push import PushSummary, push_tasks
 from annotate.qa import summarise
-from annotate.select import select_drafts
+from annotate.select import DraftSummary, draft_summary, select_summaries
 from annotate.studio import StudioConfig
-from annotate.pulling import (PullReport, check_tasks, fetch_tasks, annotation_catalog, read_canonical,
+from annotate.pulling import (PullReport, check_tasks, draft_fingerprints, drop_display_fields, fetch_tasks,
+                              annotation_catalog,
                               refuse_stale_drafts, send_back_to_annotators)
 from annotate.tasks import DEFAULT_MODEL_VERSION, STAGE2_KIND, senior_task
 from fcbench.context import DRAFTS, TEMPLATES
 from fcbench.config import PipelineConfig
 from fcbench.formats import read_samples
-from fcbench.jsonl import write_json, write_json_lines
-from fcbench.sample import Sample, Tool
+from fcbench.errors import UserError
+from fcbench.jsonl import iter_json_lines, read_json_line_at, write_json, write_json_lines
+from fcbench.sample import Sample, Tool, sample_from_dict
 
 
 @dataclass(frozen=True)
@@ -63,43 +67,100 @@ def project_title(pipeline: PipelineConfig) -> str:
 def run_stage2_push(pipeline: PipelineConfig, connection: Connection | None = None,
                     count: int | None = None, annotators: int = 0, overlap: int = 1,
                     studio: StudioConfig | None = None) -> PushSummary:
+    """Drafts are read once for an index (what selection and the label config need, not the
+    responses), then each picked draft is read back from its line, made a task and streamed to
+    `push_tasks`: memory holds one import batch, not every draft and task (1,000 long-response
+    drafts are ~100 MB of JSONL and ~330 MB of task JSON)."""
     files = Stage2Files.in_dir(pipeline.build_dir)
-    drafts, _ = read_canonical(files.drafts, "stage1 writes the drafts: run stage1 first")
-    done = {sample.id for sample in _read_previous(files.templates)}  # already gold: never shown again
-    pending = [draft for draft in drafts if draft.id not in done]
-    selected = select_drafts(pending, count or pipeline.stages.stage2.select)
+    index = index_drafts(files.drafts, "stage1 writes the drafts: run stage1 first")
+    done = _previous_ids(files.templates)  # already gold: never shown again
+    pending = [summary for summary in index.summaries if summary.id not in done]
+    selected = select_summaries(pending, count or pipeline.stages.stage2.select)
     catalog = annotation_catalog(pipeline)
-    layout = FormLayout(slot_count(drafts), formable_tools(pipeline_tools(pipeline, drafts)))
-    tasks = [senior_task(draft, catalog=catalog, form=layout) for draft in selected]
+    layout = FormLayout(slots_for_longest(index.longest), formable_tools(pipeline_tools(pipeline, index.tools)))
     studio = studio or StudioConfig()
     connection = connection or resolve_connection(studio)
     client = open_client(connection)
     team: dict[str, Any] = {}
+    assign: Callable[[dict[str, Any]], None] = lambda task: None  # noqa: E731
     if annotators:  # a team: accounts first, then each task assigned to `overlap` of them
-        from annotate.team import assign_in_tasks, ensure_annotators
+        from annotate.team import assign_in_task, ensure_annotators
 
         with server_errors(connection, "creating annotator accounts"):
             members = ensure_annotators(studio, connection.url, client, annotators)
-        load = assign_in_tasks(tasks, [member.email for member in members], overlap, pipeline.seed,
-                               {member.email: member.user_id for member in members})
+        emails, user_ids = [member.email for member in members], {member.email: member.user_id for member in members}
+        load = {email: 0 for email in emails}
+        assign_in_task({"data": {"sample_id": ""}}, emails, overlap, pipeline.seed)  # a bad --overlap fails first
+
+        def assign(task: dict[str, Any]) -> None:
+            for email in assign_in_task(task, emails, overlap, pipeline.seed, user_ids):
+                load[email] += 1
+
         team = {"annotators": annotators, "overlap": overlap, "tasks_per_annotator": load,
                 "credentials": str(studio.credentials_file)}
-    summary = push_tasks(connection, client, project_title(pipeline), SENIOR, tasks, model_version=DEFAULT_MODEL_VERSION,
+
+    def tasks() -> Iterator[dict[str, Any]]:
+        for summary in selected:
+            task = senior_task(index.load(summary), catalog=catalog, form=layout)
+            assign(task)
+            yield task
+
+    summary = push_tasks(connection, client, project_title(pipeline), SENIOR, tasks(), model_version=DEFAULT_MODEL_VERSION,
                          forms=form_xml(layout))
     summary.counts["already_gold"] = len(done)
     summary.team = team
     return summary
 
 
-def pipeline_tools(pipeline: PipelineConfig, drafts: Sequence[Sample]) -> list[Tool]:
+@dataclass(frozen=True)
+class DraftIndex:
+    """A drafts file read once: a summary of each good draft (its `position` is the line's offset),
+    the longest path and the tools the drafts carry; `load` reads one draft back."""
+
+    path: Path
+    summaries: list[DraftSummary]
+    longest: int
+    tools: list[Tool]
+
+    def load(self, summary: DraftSummary) -> Sample:
+        return sample_from_dict(read_json_line_at(self.path, summary.position))
+
+
+def index_drafts(path: Path, what: str) -> DraftIndex:
+    """The drafts file's index; lines that are not samples are left out, as `read_canonical` does."""
+    if not path.is_file():
+        raise UserError(f"{path}: no such file ({what})")
+    summaries: list[DraftSummary] = []
+    tools: dict[str, Tool] = {}
+    longest = 0
+    for line in iter_json_lines(path):
+        if line.error:
+            continue
+        try:
+            draft = sample_from_dict(line.value)
+        except ValidationError:
+            continue
+        summaries.append(draft_summary(draft, line.offset))
+        longest = max(longest, len(draft.all_calls()))
+        for tool in draft.tools:
+            tools.setdefault(tool.name, tool)
+    return DraftIndex(path, summaries, longest, list(tools.values()))
+
+
+def _previous_ids(path: Path) -> set[str]:
+    if not path.is_file():
+        return set()
+    return {item.id for item in read_samples(path, "fcbench") if isinstance(item, Sample)}
+
+
+def pipeline_tools(pipeline: PipelineConfig, draft_tools: Iterable[Tool]) -> list[Tool]:
     """The tools the forms offer: the pipeline's catalog, else every tool the drafts carry."""
     catalog = annotation_catalog(pipeline)
     if catalog.by_sha:
         return sorted(catalog.by_sha.values(), key=lambda tool: tool.name)
     tools: dict[str, Tool] = {}
-    for draft in drafts:
-        for tool in draft.tools:
-            tools.setdefault(tool.name, tool)
+    for tool in draft_tools:
+        tools.setdefault(tool.name, tool)
     return sorted(tools.values(), key=lambda tool: tool.name)
 
 
@@ -110,10 +171,19 @@ def run_stage2_pull(pipeline: PipelineConfig, from_export: Path | None = None, s
     current drafts.jsonl's (same id, same content) is refused as `stale_draft` unless `allow_stale`:
     annotations of another stage1 run must not become this run's gold."""
     fetched = fetch_tasks(project_title(pipeline), from_export, connection)
-    outcomes = check_tasks(pipeline, fetched, STAGE2_KIND, senior_builder, "stage2")
     files = Stage2Files.in_dir(pipeline.build_dir)
-    if not allow_stale:
-        refuse_stale_drafts(outcomes, files.drafts, catalog=annotation_catalog(pipeline))
+    catalog = annotation_catalog(pipeline)
+    current = None if allow_stale else draft_fingerprints(files.drafts)
+
+    def settle(outcome: TaskOutcome) -> None:
+        """Each outcome as it is made (the export is streamed): refused if stale, then only what
+        the rest of the pull needs is kept."""
+        if current is not None:
+            refuse_stale_drafts([outcome], files.drafts, current, catalog=catalog)
+        if not send_back:
+            drop_display_fields(outcome)
+
+    outcomes = check_tasks(pipeline, fetched, STAGE2_KIND, senior_builder, "stage2", on_outcome=settle)
     report = write_pull_outputs(files, outcomes, fetched.source)
     if send_back:
         send_back_to_annotators(fetched, outcomes, report)

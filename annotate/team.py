@@ -81,17 +81,24 @@ def assign_tasks(sample_ids: Sequence[str], emails: Sequence[str], overlap: int,
 def assign_in_tasks(tasks: Sequence[dict[str, Any]], emails: Sequence[str], overlap: int, seed: int,
                     user_ids: dict[str, int] | None = None) -> dict[str, int]:
     """Write each task's assignment into its data; tasks per annotator."""
-    assignment = assign_tasks([task["data"]["sample_id"] for task in tasks], emails, overlap, seed)
     load = {email: 0 for email in emails}
     for task in tasks:
-        chosen = assignment[task["data"]["sample_id"]]
-        task["data"][ASSIGNED_FIELD] = chosen
-        task["data"][OVERLAP_FIELD] = overlap
-        if user_ids:
-            task["data"][ASSIGNED_IDS_FIELD] = [user_ids[email] for email in chosen]
-        for email in chosen:
+        for email in assign_in_task(task, emails, overlap, seed, user_ids):
             load[email] += 1
     return load
+
+
+def assign_in_task(task: dict[str, Any], emails: Sequence[str], overlap: int, seed: int,
+                   user_ids: dict[str, int] | None = None) -> list[str]:
+    """Write one task's assignment into its data (a task's annotators depend on its sample id
+    alone, so a push can assign tasks as it streams them); the annotators chosen."""
+    sample_id = task["data"]["sample_id"]
+    chosen = assign_tasks([sample_id], emails, overlap, seed)[sample_id]
+    task["data"][ASSIGNED_FIELD] = chosen
+    task["data"][OVERLAP_FIELD] = overlap
+    if user_ids:
+        task["data"][ASSIGNED_IDS_FIELD] = [user_ids[email] for email in chosen]
+    return chosen
 
 
 # ------------------------------------------------------------------------------------------ accounts
@@ -157,5 +164,5 @@ def _save_annotators(studio: StudioConfig, annotators: dict[str, Annotator]) -> 
     write_private_json(studio.credentials_file, data)
 
 
-__all__ = ["ASSIGNED_FIELD", "ASSIGNED_IDS_FIELD", "OVERLAP_FIELD", "Annotator", "annotator_emails", "assign_in_tasks", "assign_tasks",
+__all__ = ["ASSIGNED_FIELD", "ASSIGNED_IDS_FIELD", "OVERLAP_FIELD", "Annotator", "annotator_emails", "assign_in_task", "assign_in_tasks", "assign_tasks",
            "ensure_annotators", "stored_annotators"]

@@ -69,11 +69,14 @@ def check_bad_share(path: str | Path, total: int, bad: int, first_error: str | N
 
 @dataclass(frozen=True)
 class JsonLine:
-    """One non-blank line: its 1-based number and either the parsed value or the parse error."""
+    """One non-blank line: its 1-based number and either the parsed value or the parse error;
+    `offset` is where the line starts in the file (a reader can seek back to it later instead of
+    holding the value)."""
 
     line_no: int
     value: Any = None
     error: str | None = None
+    offset: int = 0
 
 
 class _BadValue(ValueError):
@@ -173,20 +176,33 @@ def iter_json_lines(path: str | Path) -> Iterator[JsonLine]:
     raise `TooManyBadLines` (a stage writing atomically then keeps its previous output)."""
     total = bad = 0
     first_error = None
+    offset = 0
     with open(path, "rb") as handle:
         for line_no, raw in enumerate(handle, start=1):
+            start, offset = offset, offset + len(raw)
             if line_no == 1 and raw.startswith(_BOM):
                 raw = raw[len(_BOM):]
             if not raw.strip():
                 continue
             total += 1
             try:
-                yield JsonLine(line_no, parse_json_line(raw))
+                yield JsonLine(line_no, parse_json_line(raw), offset=start)
             except ValueError as exc:
                 bad += 1
                 first_error = first_error or f"line {line_no}: {exc}"
-                yield JsonLine(line_no, error=str(exc))
+                yield JsonLine(line_no, error=str(exc), offset=start)
     check_bad_share(path, total, bad, first_error)
+
+
+def read_json_line_at(path: str | Path, offset: int) -> Any:
+    """The JSON value of the line that starts at `offset` (from `JsonLine.offset`): a file read
+    once for an index can be read back one line at a time. ValueError when the line is bad."""
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        raw = handle.readline()
+    if offset == 0 and raw.startswith(_BOM):
+        raw = raw[len(_BOM):]
+    return parse_json_line(raw)
 
 
 def dumps_line(record: Any) -> str:
