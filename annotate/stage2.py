@@ -190,13 +190,12 @@ def run_stage2_pull(pipeline: PipelineConfig, from_export: Path | None = None, s
     return report
 
 
-def _read_previous(path: Path) -> list[Sample]:
-    if not path.is_file():
-        return []
-    return [item for item in read_samples(path, "fcbench") if isinstance(item, Sample)]
+def _iter_previous(path: Path) -> Iterator[Sample]:
+    if path.is_file():
+        yield from (item for item in read_samples(path, "fcbench") if isinstance(item, Sample))
 
 
-def merge_templates(outcomes: Sequence[TaskOutcome], previous: Sequence[Sample]) -> tuple[list[Sample], list[str]]:
+def merge_templates(outcomes: Sequence[TaskOutcome], previous: Iterable[Sample]) -> tuple[list[Sample], list[str]]:
     """This pull's gold samples (the latest annotation per sample id), then every earlier template
     this pull has no gold for (its task deleted, or reopened and not fixed yet), unless the
     annotator has since rejected the draft."""
@@ -230,7 +229,8 @@ def _updated(outcome: TaskOutcome) -> str:
 
 
 def write_pull_outputs(files: Stage2Files, outcomes: Sequence[TaskOutcome], source: str) -> PullReport:
-    templates, messages = merge_templates(outcomes, _read_previous(files.templates))
+    # the previous templates are streamed: only those this pull has no gold for are kept
+    templates, messages = merge_templates(outcomes, _iter_previous(files.templates))
     rejects = [outcome.reject_row() for outcome in outcomes if outcome.status in ("rejected", "cancelled")]
     report = PullReport(source, messages=messages)
     statuses = Counter(outcome.status for outcome in outcomes)
