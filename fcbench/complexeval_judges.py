@@ -20,6 +20,7 @@ an event loop in a thread of their own; `judge(...)` blocks the calling thread o
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import threading
 from collections import Counter
@@ -34,6 +35,7 @@ from fcbench.llm.client import json_object_answer
 from fcbench.llm.judge import judge_client
 from fcbench.llm.prompts import PromptFile
 from fcbench.sample import Call, Sample, Tool, user_query
+from fcbench.environments import Environment
 from fcbench.environments.recorded import RecordedEnvironment
 from fcbench.score.complexeval import (ComplexEvalOptions, ResponseJudgeInput, gold_steps_with_values,
                                        response_match_layer)
@@ -124,7 +126,8 @@ class LLMJudges:
         self.verdicts: Counter[str] = Counter()  # "<judge>:<verdict>" -> count
         self._lock = threading.Lock()
         # this run's answers, judge errors included: the client forgets unusable answers (so a later
-        # run asks again), but within one run the scorer's replay must see what the live run saw
+        # run asks again), but within one run the scorer's replay must see what the live run saw;
+        # keyed by the prompt's digest, not its text (a prompt carries a whole conversation)
         self._answers: dict[tuple[str, str], tuple[str | None, Any]] = {}
         self._cache = RequestCache(cache_path)
         self._loop = _LoopThread()
@@ -170,15 +173,16 @@ class LLMJudges:
     def _ask(self, judge: str, prompt_values: Mapping[str, str], parse: Any) -> Any:
         prompt = self.prompts[judge]
         text = prompt.render(**prompt_values)
+        key = (judge, hashlib.sha256(text.encode("utf-8")).hexdigest())
         with self._lock:
-            remembered = self._answers.get((judge, text))
+            remembered = self._answers.get(key)
         if remembered is None:
             request = ChatRequest(messages=[{"role": "user", "content": text}],
                                   response_format={"type": "json_object"}, prompt_hash=prompt.sha256)
             outcome = self._loop.run(self._client.complete(request, parse))
             remembered = (outcome.reason, None) if isinstance(outcome, LLMRejection) else (None, outcome.parsed)
             with self._lock:
-                self._answers[(judge, text)] = remembered
+                self._answers[key] = remembered
         failure, parsed = remembered
         if failure is not None:
             self._count(f"{judge}:judge_error")
@@ -227,7 +231,14 @@ def judged_options(samples: Sequence[Sample], judges: LLMJudges,
     """Per-sample options in the evaluator's order: rules (in the matcher), then the response
     comparison (the recorded gold responses of these samples answer the predicted call: the same
     response as the gold call's means equivalent), then the LLM judge."""
-    response_layer = response_match_layer(RecordedEnvironment.from_samples(samples))
+    return options_with_responses(RecordedEnvironment.from_samples(samples), judges, base)
+
+
+def options_with_responses(responses: Environment, judges: LLMJudges,
+                           base: ComplexEvalOptions = ComplexEvalOptions()) -> Callable[[Sample], ComplexEvalOptions]:
+    """`judged_options` with the recorded responses given (`evaluate` records its split's on disk
+    as it reads them, rather than holding every sample)."""
+    response_layer = response_match_layer(responses)
 
     def options_for(sample: Sample) -> ComplexEvalOptions:
         layers = [*base.layers, response_layer, judges.equivalence_layer(sample)]

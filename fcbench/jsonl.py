@@ -253,6 +253,67 @@ def write_json(path: str | Path, value: Any, *, indent: int | None = None) -> No
     write_text(path, json.dumps(value, ensure_ascii=False, indent=indent) + "\n")
 
 
+class JsonListSpool:
+    """The items of one list of a JSON document, written to an unnamed temporary file as they are
+    made and placed into the document by `write_json_with_list`: for a document whose figures,
+    written before the list, are counted over all its items, without holding the items. The file
+    has no name, so a killed run leaves nothing behind."""
+
+    def __init__(self, directory: str | Path | None = None, indent: int = 2) -> None:
+        self.indent = indent
+        self.count = 0
+        self._file = tempfile.TemporaryFile("w+", encoding="utf-8", dir=directory)  # noqa: SIM115 - closed by close()
+
+    def append(self, item: Any) -> None:
+        # the list is a value of the document's top level, so its items sit two levels deep; a JSON
+        # text holds no raw newline inside a string, so indenting every line is exact
+        pad = "\n" + " " * (2 * self.indent)
+        text = json.dumps(item, ensure_ascii=False, indent=self.indent).replace("\n", pad)
+        self._file.write(("," if self.count else "") + pad + text)
+        self.count += 1
+
+    def copy_to(self, handle: Any) -> None:
+        self._file.flush()
+        self._file.seek(0)
+        while chunk := self._file.read(1 << 20):
+            handle.write(chunk)
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> JsonListSpool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def write_json_with_list(path: str | Path, document: dict[str, Any], key: str, spool: JsonListSpool) -> None:
+    """Write `document` atomically with the spooled items as its list `key` (which must be one of
+    its keys, its value ignored): the same bytes as `write_json(path, {... key: items ...},
+    indent=spool.indent)`, the items never all in memory."""
+    if key not in document:
+        raise KeyError(key)
+    indent = spool.indent
+    pad = "\n" + " " * indent
+
+    def write(handle: Any) -> None:
+        handle.write("{")
+        for index, (name, value) in enumerate(document.items()):
+            handle.write(("," if index else "") + pad + json.dumps(name, ensure_ascii=False) + ": ")
+            if name != key:
+                handle.write(json.dumps(value, ensure_ascii=False, indent=indent).replace("\n", pad))
+            elif spool.count:
+                handle.write("[")
+                spool.copy_to(handle)
+                handle.write(pad + "]")
+            else:
+                handle.write("[]")
+        handle.write("\n}\n")
+
+    _atomic_text(path, write)
+
+
 def read_json_or_lines(path: str | Path) -> list[Any]:
     """Read a file that is either one JSON array or JSON Lines (published files use both under
     a `.json` name). Raises ValueError naming the file and line on a broken line."""

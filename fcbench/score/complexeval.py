@@ -753,25 +753,19 @@ def score_complexeval(
 ) -> ComplexEvalReport:
     """Score saved trajectories; summary in the shape of ComplexFuncBench's Table 2. A trajectory
     whose id has no sample becomes an item with an error and is counted, never dropped.
-    `options_for(sample)` gives per-sample options (an LLM judge that sees the sample's query)."""
+    `options_for(sample)` gives per-sample options (an LLM judge that sees the sample's query).
+    (`evaluate` scores one sample at a time into a `ComplexEvalTally` instead: the same figures.)"""
     by_id = {sample.id: sample for sample in samples}
-    verdicts, items, unknown = [], [], []
+    tally, items = ComplexEvalTally(), []
     for sample_id, turns in trajectory_lines(trajectories):
         sample = by_id.get(sample_id)
         if sample is None:
-            unknown.append(sample_id)
-            items.append({"id": sample_id, "error": {"type": "unknown_id", "detail": "no sample has this id"}})
+            items.append(tally.add_unknown(sample_id))
             continue
         sample_options = options_for(sample) if options_for is not None else options
         verdict = score_trajectory(sample, turns, sample_options, completeness_judge, correctness_judge)
-        verdicts.append(verdict)
-        items.append(verdict.to_json())
-    summary = summarise(verdicts)
-    summary["unknown_ids"] = unknown
-    summary["judges"] = judges_used(completeness_judge, correctness_judge)
-    summary["call_layers"] = dict(sorted(Counter(j.layer or "none" for v in verdicts
-                                                 for j in v.record.judgements()).items()))
-    return ComplexEvalReport(summary, items)
+        items.append(tally.add(verdict))
+    return ComplexEvalReport(tally.summary(completeness_judge, correctness_judge), items)
 
 
 RULE_BASED_JUDGES = {"naive_completeness_judge", "naive_correctness_judge"}
@@ -804,48 +798,106 @@ def trajectory_lines(trajectories: Trajectories) -> list[tuple[str, Sequence[Tra
 
 def summarise(verdicts: Sequence[ComplexEvalVerdict]) -> dict[str, Any]:
     """Overall figures, error counts, per-parameter-type error rates and per-domain figures."""
-    summary = _figures(verdicts)
-    summary["errors"] = {kind: sum(v.error_type == kind for v in verdicts) for kind in ERROR_TYPES}
-    # the scorer's own failures, apart from the model's: a judge that gave no verdict (never guessed)
-    summary["judge_errors"] = {
-        "samples": sum(v.error_type == "judge_error" for v in verdicts),
-        "calls": sum(j.error_type == "judge_error" for v in verdicts for j in v.record.judgements()),
-        "completeness": sum(v.completeness is None for v in verdicts),
-        "correctness": sum(v.correctness is None for v in verdicts),
-    }
-    call_errors = Counter(j.error_type for v in verdicts for j in v.record.judgements() if j.error_type)
-    summary["call_errors"] = {kind: call_errors.get(kind, 0) for kind in ERROR_TYPES if kind != "stop_early"}
-    summary["param_type_error_rate"], summary["param_type_counts"] = parameter_type_rates(verdicts)
-    domains = sorted({v.domain for v in verdicts})
-    summary["by_domain"] = {d: _figures([v for v in verdicts if v.domain == d]) for d in domains}
-    return summary
-
-
-def _figures(verdicts: Sequence[ComplexEvalVerdict]) -> dict[str, Any]:
-    n = len(verdicts)
-    gold = sum(v.n_gold_calls for v in verdicts)
-    completeness = [v.completeness for v in verdicts if v.completeness is not None]
-    correctness = [v.correctness for v in verdicts if v.correctness is not None]
-    return {
-        "n": n,
-        "success_rate": sum(v.success for v in verdicts) / n if n else 0.0,
-        "call_accuracy": sum(v.n_correct_calls for v in verdicts) / gold if gold else 0.0,
-        "completeness": sum(completeness) / len(completeness) if completeness else 0.0,
-        "correctness": sum(correctness) / len(correctness) if correctness else 0.0,
-    }
-
-
-def parameter_type_rates(
-    verdicts: Sequence[ComplexEvalVerdict],
-) -> tuple[dict[str, float], dict[str, dict[str, int]]]:
-    """Error rate per parameter type over the parameters of calls made to the right function
-    (matched or not): errors / checked, an extra parameter counting as one checked and wrong.
-    Calls to another function are func_errors and say nothing about parameters."""
-    counts = {kind: {"errors": 0, "total": 0} for kind in PARAMETER_TYPES}
+    tally = ComplexEvalTally()
     for verdict in verdicts:
+        tally.add(verdict)
+    return tally.figures()
+
+
+@dataclass
+class _Figures:
+    """The counts behind one row of Table 2 (all integers: a sum taken one verdict at a time gives
+    the same floats as a sum over a list)."""
+
+    n: int = 0
+    successes: int = 0
+    correct_calls: int = 0
+    gold_calls: int = 0
+    completeness_sum: int = 0
+    completeness_n: int = 0
+    correctness_sum: int = 0
+    correctness_n: int = 0
+
+    def add(self, verdict: ComplexEvalVerdict) -> None:
+        self.n += 1
+        self.successes += verdict.success
+        self.correct_calls += verdict.n_correct_calls
+        self.gold_calls += verdict.n_gold_calls
+        if verdict.completeness is not None:
+            self.completeness_sum += verdict.completeness
+            self.completeness_n += 1
+        if verdict.correctness is not None:
+            self.correctness_sum += verdict.correctness
+            self.correctness_n += 1
+
+    def as_dict(self) -> dict[str, Any]:
+        n = self.n
+        return {
+            "n": n,
+            "success_rate": self.successes / n if n else 0.0,
+            "call_accuracy": self.correct_calls / self.gold_calls if self.gold_calls else 0.0,
+            "completeness": self.completeness_sum / self.completeness_n if self.completeness_n else 0.0,
+            "correctness": self.correctness_sum / self.correctness_n if self.correctness_n else 0.0,
+        }
+
+
+class ComplexEvalTally:
+    """The summary of many verdicts, counted one verdict at a time: a scorer that streams keeps
+    counts, never the verdicts (each holds its whole session record). `add` returns the item."""
+
+    def __init__(self) -> None:
+        self._overall = _Figures()
+        self._by_domain: dict[str, _Figures] = {}
+        self._errors: Counter[str | None] = Counter()
+        self._judge_errors = {"samples": 0, "calls": 0, "completeness": 0, "correctness": 0}
+        self._call_errors: Counter[str] = Counter()
+        self._parameters = {kind: {"errors": 0, "total": 0} for kind in PARAMETER_TYPES}
+        self._layers: Counter[str] = Counter()
+        self._unknown: list[str] = []
+
+    def add(self, verdict: ComplexEvalVerdict) -> dict[str, Any]:
+        self._overall.add(verdict)
+        self._by_domain.setdefault(verdict.domain, _Figures()).add(verdict)
+        self._errors[verdict.error_type] += 1
+        self._judge_errors["samples"] += verdict.error_type == "judge_error"
+        self._judge_errors["completeness"] += verdict.completeness is None
+        self._judge_errors["correctness"] += verdict.correctness is None
         for judgement in verdict.record.judgements():
+            self._judge_errors["calls"] += judgement.error_type == "judge_error"
+            if judgement.error_type:
+                self._call_errors[judgement.error_type] += 1
+            self._layers[judgement.layer or "none"] += 1
             for check in judgement.parameters:
-                counts[check.parameter_type]["total"] += 1
-                counts[check.parameter_type]["errors"] += not check.ok
-    rates = {kind: c["errors"] / c["total"] for kind, c in counts.items() if c["total"]}
-    return rates, {kind: c for kind, c in counts.items() if c["total"]}
+                self._parameters[check.parameter_type]["total"] += 1
+                self._parameters[check.parameter_type]["errors"] += not check.ok
+        return verdict.to_json()
+
+    def add_unknown(self, sample_id: str) -> dict[str, Any]:
+        """A trajectory whose id has no sample: counted, and its item says so."""
+        self._unknown.append(sample_id)
+        return {"id": sample_id, "error": {"type": "unknown_id", "detail": "no sample has this id"}}
+
+    def figures(self) -> dict[str, Any]:
+        """Overall figures, error counts, per-parameter-type error rates and per-domain figures."""
+        summary = self._overall.as_dict()
+        summary["errors"] = {kind: self._errors.get(kind, 0) for kind in ERROR_TYPES}
+        # the scorer's own failures, apart from the model's: a judge that gave no verdict (never guessed)
+        summary["judge_errors"] = dict(self._judge_errors)
+        summary["call_errors"] = {kind: self._call_errors.get(kind, 0) for kind in ERROR_TYPES if kind != "stop_early"}
+        # error rate per parameter type over the parameters of calls made to the right function
+        # (matched or not): errors / checked, an extra parameter counting as one checked and wrong;
+        # calls to another function are func_errors and say nothing about parameters
+        counts = {kind: dict(c) for kind, c in self._parameters.items() if c["total"]}
+        summary["param_type_error_rate"] = {kind: c["errors"] / c["total"] for kind, c in counts.items()}
+        summary["param_type_counts"] = counts
+        summary["by_domain"] = {d: self._by_domain[d].as_dict() for d in sorted(self._by_domain)}
+        return summary
+
+    def summary(self, completeness_judge: ResponseJudge = naive_completeness_judge,
+                correctness_judge: ResponseJudge = naive_correctness_judge) -> dict[str, Any]:
+        """`figures()` with the unknown ids, who judged, and which layer decided how many calls."""
+        summary = self.figures()
+        summary["unknown_ids"] = list(self._unknown)
+        summary["judges"] = judges_used(completeness_judge, correctness_judge)
+        summary["call_layers"] = dict(sorted(self._layers.items()))
+        return summary
