@@ -145,9 +145,11 @@ class Unanswered:
 
 
 async def run_sample(llm: LLMClient, sample: Sample, settings: Mapping[str, Any],
-                     options: ComplexEvalOptions | None = None) -> Trajectory | Unanswered:
+                     options: ComplexEvalOptions | None = None, digest: str | None = None) -> Trajectory | Unanswered:
     """Play one sample to its end; `options` must be the scorer's (the default), or the saved
-    trajectory would be answered differently from how the scorer replays it."""
+    trajectory would be answered differently from how the scorer replays it. `digest`: the
+    sample's `sample_digest`, when the caller has it already."""
+    digest = digest or sample_digest(sample)
     session = ComplexEvalSession(sample, options or ComplexEvalOptions())
     history: list[dict[str, Any]] = [dict(message) for message in sample.messages]
     tools = [openai_tool_param(tool) for tool in sample.tools] or None
@@ -158,7 +160,7 @@ async def run_sample(llm: LLMClient, sample: Sample, settings: Mapping[str, Any]
         if window is not None:
             needed = request_tokens(history, tools)
             if needed > window:
-                return Trajectory(sample.id, turns, STOP_CONTEXT_OVERFLOW, len(turns), sample_digest(sample),
+                return Trajectory(sample.id, turns, STOP_CONTEXT_OVERFLOW, len(turns), digest,
                                   dict(settings), context_tokens=needed)
         outcome = await llm.complete(ChatRequest(messages=list(history), tools=tools))
         if isinstance(outcome, LLMRejection):
@@ -176,7 +178,7 @@ async def run_sample(llm: LLMClient, sample: Sample, settings: Mapping[str, Any]
         history.extend(tool_message(call_id, response) for call_id, response in zip(ids, responses))
         turns.append(calls)
     stop_reason = (session.record.stop_reason or "") if session.finished else STOP_MAX_TURNS
-    return Trajectory(sample.id, turns, stop_reason, len(turns), sample_digest(sample), dict(settings))
+    return Trajectory(sample.id, turns, stop_reason, len(turns), digest, dict(settings))
 
 
 # ------------------------------------------------------------------------------------------ inputs
@@ -465,16 +467,18 @@ class _Counting:
 
 
 async def _run_samples(llm: LLMClient, samples: Iterable[Sample], settings: Mapping[str, Any],
-                       log: TrajectoryLog, progress: _Counting, options_for: OptionsFor | None = None
-                       ) -> list[Unanswered]:
+                       log: TrajectoryLog, progress: _Counting, options_for: OptionsFor | None = None,
+                       digests: Mapping[str, str] | None = None) -> list[Unanswered]:
     """`concurrency` workers, each taking the next sample (read from the input as it is taken)
     and playing it to its end."""
     pending = iter(samples)
     unanswered: list[Unanswered] = []
+    digests = digests or {}
 
     async def worker() -> None:
         for sample in pending:  # one shared iterator: two workers never take the same sample
-            outcome = await run_sample(llm, sample, settings, options_for(sample) if options_for else None)
+            outcome = await run_sample(llm, sample, settings, options_for(sample) if options_for else None,
+                                       digests.get(sample.id))
             if isinstance(outcome, Unanswered):
                 unanswered.append(outcome)
             else:
@@ -487,9 +491,10 @@ async def _run_samples(llm: LLMClient, samples: Iterable[Sample], settings: Mapp
 
 async def _drive(config: LLMConfig, cache: RequestCache, samples: Iterable[Sample], settings: Mapping[str, Any],
                  log: TrajectoryLog, progress: _Counting, environ: Mapping[str, str] | None,
-                 options_for: OptionsFor | None = None) -> tuple[list[Unanswered], dict[str, Any]]:
+                 options_for: OptionsFor | None = None,
+                 digests: Mapping[str, str] | None = None) -> tuple[list[Unanswered], dict[str, Any]]:
     async with LLMClient(config, cache, environ=environ) as llm:
-        unanswered = await _run_samples(llm, samples, settings, log, progress, options_for)
+        unanswered = await _run_samples(llm, samples, settings, log, progress, options_for, digests)
         return unanswered, llm.summary()
 
 
@@ -582,8 +587,9 @@ def _evaluate_into(config: LLMConfig, benchmark: BenchmarkInput, index: Benchmar
                 if to_run:
                     pending = (sample for sample in benchmark.samples(index) if sample.id not in kept)
                     with RequestCache(paths.cache) as cache:
+                        # each digest as the index computed it: a sample is serialised for it once
                         unanswered, llm_summary = asyncio.run(_drive(config, cache, pending, settings, log, counting,
-                                                                     environ, options_for))
+                                                                     environ, options_for, index.digests))
         finally:
             log.close()
         return _score_and_write(config, benchmark, index, paths, settings, unanswered, llm_summary, ran=to_run,
