@@ -237,7 +237,7 @@ def _parquet_items(shards: Sequence[Path]) -> Iterator[Sample | InputReject]:
 
     for shard in shards:
         row_no = 0
-        for batch in pq.ParquetFile(shard).iter_batches(batch_size=PARQUET_BATCH_ROWS):
+        for batch in pq.ParquetFile(shard).iter_batches(batch_size=PARQUET_BATCH_ROWS, use_threads=False):
             for row in batch.to_pylist():
                 row_no += 1
                 try:
