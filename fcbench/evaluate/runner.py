@@ -20,6 +20,14 @@ already there (a line cut by a kill does not parse and is dropped). Scores are n
 live: the saved trajectories are replayed through the shared scorer (`score_complexeval`), so
 `scores.json` is the same whether the run was interrupted or not, and `build-dataset score
 --metric complexeval` on the same files gives the same figures.
+
+Memory: nothing grows with the number of samples but a small index (id and digest of each). The
+input is read lazily, several times: once for the index (ids, digests, rejects, duplicate ids),
+then the workers take the samples to run from a generator, then each sample is scored on its own
+against its trajectory, read back by byte offset (`ComplexEvalTally` counts the summary; the
+items of scores.json wait in an unnamed temporary file, since the summary comes first). With an
+LLM judge, the recorded responses of the split live in a temporary SQLite database. Every pass
+counts through `fcbench.progress.StageProgress`, so the memory ceiling stops a run that grows.
 """
 
 from __future__ import annotations
