@@ -34,8 +34,8 @@ from fcbench.errors import UserError
 from fcbench.formats import Rejected, read_samples
 from fcbench.grounding import ungrounded_values
 from fcbench.jsonl import StagedFile, write_json
-from fcbench.output_guard import count_lines, guard_output
-from fcbench.progress import StageProgress
+from fcbench.output_guard import guard_output
+from fcbench.progress import StageProgress, lines_in
 from fcbench.sample import Sample, sample_to_dict
 from fcbench.verdicts import FilterCategory, Verdict, comparison_of
 
@@ -199,5 +199,5 @@ def run_conversation_filter(pipeline: PipelineConfig, input_file: Path | None = 
     with open_environment(pipeline, readable) as environment:
         return filter_conversations(read_samples(source, "fcbench"), environment, pipeline.stages.filter,
                                     pipeline.build_dir, str(source), force=force,
-                                    min_output_share=pipeline.min_output_share, total=count_lines(source))
+                                    min_output_share=pipeline.min_output_share, total=lines_in(source))
 

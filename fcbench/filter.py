@@ -37,6 +37,7 @@ from fcbench.progress import StageProgress
 from fcbench.sample import Sample, sample_to_dict
 from fcbench.stats import LONG_CONTEXT
 from fcbench.tokens import ENCODING, context_tokens
+from fcbench.validated_file import file_stats
 from fcbench.verdicts import (DECIDE_AGAIN_ON_RERUN, UNDECIDED_SEMANTIC, FilterCategory, Verdict, comparison_of,
                               execution_verdict, static_verdict)
 
@@ -66,6 +67,9 @@ class FilterSummary:
     # tokens of context of the kept samples (fcbench.tokens): counted here, where each sample is
     # made, so the export's card, the report and `stats` find every count in the token cache
     context: dict[str, Any] = field(default_factory=dict)
+    # ComplexFuncBench's Table 3 row of the validated file as a whole (fcbench.stats), measured
+    # once here and cached by the file's content for the export's card, the report and `stats`
+    shape: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -227,6 +231,7 @@ def run_filter(items: Iterable[Sample | Rejected], environment: Environment, set
         context=context_summary(kept_tokens),
         outputs={"validated": str(guarded.path(paths.validated)), "rejects": str(guarded.path(paths.rejects))},
         output_guard=guarded.summary(),
+        shape=file_stats(guarded.path(paths.validated)).domains[-1].as_dict(),
     )
     write_json(guarded.path(paths.summary), summary.as_dict(), indent=2)
     paths.journal.unlink(missing_ok=True)  # the outputs now hold every decision

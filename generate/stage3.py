@@ -44,8 +44,8 @@ from fcbench.references import parse_reference
 from fcbench.sample import Call, Provenance, Sample, sample_to_dict
 from generate.slots import ValuePools, load_value_pools, slot_value_problem, substitute_slots, user_query
 from fcbench.llm.prompts import PromptFile
-from fcbench.output_guard import count_lines, guard_output
-from fcbench.progress import StageProgress, progress_of
+from fcbench.output_guard import guard_output
+from fcbench.progress import StageProgress, lines_in, progress_of
 from generate.common import PROMPTS, in_windows, parse_query, value_pools_path
 
 REWRITE_PROMPT = PROMPTS / "stage3_rewrite.txt"
@@ -290,9 +290,9 @@ def run_stage3(pipeline: PipelineConfig, offline: bool = False, from_file: Path 
             # a first pass over the file gives the environment its tools: the templates are read again below
             readable = (item for item in read_samples(source, "fcbench") if isinstance(item, Sample))
             with open_environment(pipeline, readable) as opened:
-                llm_summary = _generate(pipeline, templates, count_lines(source), pools, opened, use_llm, written)
+                llm_summary = _generate(pipeline, templates, lines_in(source), pools, opened, use_llm, written)
         else:
-            llm_summary = _generate(pipeline, templates, count_lines(source), pools, environment, use_llm, written)
+            llm_summary = _generate(pipeline, templates, lines_in(source), pools, environment, use_llm, written)
         guarded = guard_output(paths.candidates, candidates.lines, force=force, min_share=pipeline.min_output_share)
         candidates.place(guarded.path(paths.candidates))
         rejects.place(guarded.path(paths.rejects))
