@@ -31,9 +31,9 @@ from fcbench.environments import Environment
 from fcbench.errors import UserError
 from fcbench.json_values import json_leaves_with_paths
 from fcbench.formats import read_samples
-from fcbench.jsonl import StagedFile, iter_json_lines, write_json
+from fcbench.jsonl import StagedFile, iter_json_lines
 from fcbench.llm.prompts import PromptFile
-from fcbench.output_guard import guard_output
+from fcbench.output_guard import finish_summary, place_guarded
 from fcbench.progress import StageProgress, progress_of
 from fcbench.references import format_reference
 from fcbench.sample import Call, Provenance, Sample, Tool, path_shape, sample_to_dict
@@ -107,15 +107,9 @@ def run_stage1(pipeline: PipelineConfig, offline: bool = False, environment: Env
                 generator, llm_summary = _generate(pipeline, tools, graph, pools, opened, use_llm, written)
         else:
             generator, llm_summary = _generate(pipeline, tools, graph, pools, environment, use_llm, written)
-        guarded = guard_output(paths.drafts, drafts.lines, force=force, min_share=pipeline.min_output_share)
-        drafts.place(guarded.path(paths.drafts))
-        rejects.place(guarded.path(paths.rejects))
+        guarded = place_guarded(drafts, rejects, force=force, min_share=pipeline.min_output_share)
     summary = _summary(pipeline, written, generator, use_llm, llm_summary)
-    summary["outputs"] = {"drafts": str(guarded.path(paths.drafts)), "rejects": str(guarded.path(paths.rejects)),
-                          "summary": str(guarded.path(paths.summary))}
-    summary["output_guard"] = guarded.summary()
-    write_json(guarded.path(paths.summary), summary, indent=2)
-    guarded.finish()
+    finish_summary(guarded, summary, {"drafts": paths.drafts, "rejects": paths.rejects}, paths.summary)
     return Stage1Result(guarded.path(paths.drafts), guarded.path(paths.rejects), summary)
 
 

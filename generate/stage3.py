@@ -39,12 +39,12 @@ from fcbench.errors import UserError
 from fcbench.execution import execute_gold_path
 from fcbench.verdicts import static_verdict
 from fcbench.formats import Rejected, read_samples
-from fcbench.jsonl import StagedFile, iter_json_lines, write_json
+from fcbench.jsonl import StagedFile, iter_json_lines
 from fcbench.references import parse_reference
 from fcbench.sample import Call, Provenance, Sample, sample_to_dict
 from generate.slots import ValuePools, load_value_pools, slot_value_problem, substitute_slots, user_query
 from fcbench.llm.prompts import PromptFile
-from fcbench.output_guard import guard_output
+from fcbench.output_guard import finish_summary, place_guarded
 from fcbench.progress import StageProgress, lines_in, progress_of
 from generate.common import PROMPTS, in_windows, parse_query, value_pools_path
 
@@ -293,15 +293,9 @@ def run_stage3(pipeline: PipelineConfig, offline: bool = False, from_file: Path 
                 llm_summary = _generate(pipeline, templates, lines_in(source), pools, opened, use_llm, written)
         else:
             llm_summary = _generate(pipeline, templates, lines_in(source), pools, environment, use_llm, written)
-        guarded = guard_output(paths.candidates, candidates.lines, force=force, min_share=pipeline.min_output_share)
-        candidates.place(guarded.path(paths.candidates))
-        rejects.place(guarded.path(paths.rejects))
+        guarded = place_guarded(candidates, rejects, force=force, min_share=pipeline.min_output_share)
     summary = _summary(pipeline, source, written, use_llm, llm_summary)
-    summary["outputs"] = {"candidates": str(guarded.path(paths.candidates)), "rejects": str(guarded.path(paths.rejects)),
-                          "summary": str(guarded.path(paths.summary))}
-    summary["output_guard"] = guarded.summary()
-    write_json(guarded.path(paths.summary), summary, indent=2)
-    guarded.finish()
+    finish_summary(guarded, summary, {"candidates": paths.candidates, "rejects": paths.rejects}, paths.summary)
     return Stage3Result(guarded.path(paths.candidates), guarded.path(paths.rejects), summary)
 
 
