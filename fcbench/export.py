@@ -15,8 +15,9 @@ buffers at most one record batch (BATCH_ROWS rows / BATCH_CHARS characters) befo
 as a row group, and a shard is closed when it reaches the configured size. Shard names need the
 shard count (`-of-0000N`), which is only known at the end, so shards are written under temporary
 names and renamed; the whole export is built in a temporary folder and swapped in at the end, so
-a crash never leaves a half export and a re-run never leaves stale shards. The copies in other
-formats hold one split in memory at a time, because the format adapters write from a list.
+a crash never leaves a half export and a re-run never leaves stale shards. The canonical copy
+(`fcbench/`) is streamed too; the copies in the other projects' formats hold one split in memory
+at a time, because those adapters write whole files (JSON arrays) from a list.
 
 Determinism: rows keep the input order, splits come from fcbench.splits (seeded hashes), JSON
 cells are dumped the same way every time, and the Parquet writer options are fixed and embed no
@@ -54,6 +55,7 @@ from fcbench.stats import DatasetStats
 from fcbench.validated_file import LineReject, cached_stats, file_stats, read_validated
 
 PARQUET = "parquet"
+CANONICAL = "fcbench"  # the canonical JSONL copy: written line by line like the shards
 STAGE_SUMMARIES = ("stage1", "stage2", "stage3", "filter")  # read into the card when present
 
 # A record batch (= one Parquet row group) is flushed at whichever limit comes first. 1000 rows keep
@@ -303,9 +305,13 @@ class _Exporter:
             files: list[str] = []
             warnings: list[str] = []
             for split in splits:
-                samples = [item for item in read_samples(self.canonical_dir / f"{split.name}.jsonl", "fcbench")
-                           if isinstance(item, Sample)]
+                canonical = self.canonical_dir / f"{split.name}.jsonl"
                 target, options = format_targets(fmt, split.name, self.work_dir)
+                if fmt == CANONICAL:  # the split's canonical lines are that copy already: streamed, never held
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(canonical, target)
+                    continue
+                samples = [item for item in read_samples(canonical, "fcbench") if isinstance(item, Sample)]
                 try:
                     lines = write_samples(samples, target, fmt, options)
                 except (FormatError, ValueError) as exc:

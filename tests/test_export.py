@@ -350,6 +350,7 @@ def test_copies_in_other_formats_are_written_with_counted_warnings(tmp_path, see
     # NESTful and canonical copies hold everything: read back, they are the exported samples.
     originals = [sample_to_dict(s) for s in seeds]
     assert [sample_to_dict(s) for s in read_all(export / "fcbench" / "test.jsonl", "fcbench")] == originals
+    assert (export / "fcbench" / "test.jsonl").read_bytes() == source.read_bytes()  # what the canonical writer writes
     nestful_copy = [sample_to_dict(s) for s in read_all(export / "nestful" / "test.jsonl", "nestful")]
     for record in nestful_copy + originals:
         record["provenance"].pop("source_file")  # the reader records the file it read
