@@ -17,13 +17,14 @@ along `FALLBACK`, ending at `exact`, and the applied kind is what is recorded):
   (a latitude or longitude rounded to 3 decimals);
 - not equivalent: `wrong_pick` (an argument read from another entry of the same earlier response:
   "the second hotel" for "the cheapest"); `wrong_value` (another date, time, number, enum member,
-  or place); `missing_optional` (an optional argument the gold call sets is left out);
+  or another place of the same request); `missing_optional` (an optional argument the gold call sets is left out);
   `wrong_function` (a sibling tool taking the same arguments).
 
 Per step: `missing_call` (one call of a parallel step is not made) and `extra_call` (a call of the
 step made twice). Per sample: `stop_early` (the model answers before the last step). After a
 non-equivalent call the model corrects itself in the next turn with probability
 `correct_after_error` (the protocol feeds the error back for that); otherwise it goes on.
+`WEAK_MIX` doubles every rate of a mistake, for a weaker model.
 
 Date spellings other than YYYY-MM-DD are not scripted: the travel schemas pin the format with a
 pattern, and the rule layer does not treat other spellings as equal.
@@ -76,6 +77,28 @@ DEFAULT_MIX = DeviationMix(
 )
 
 
+WEAK_MIX = DeviationMix(
+    call=(("exact", 0.40), ("reordered", 0.08), ("number_spelling", 0.05), ("text_spelling", 0.05),
+          ("default_added", 0.05), ("default_omitted", 0.04), ("place_qualified", 0.02),
+          ("rounded_coordinate", 0.02), ("wrong_pick", 0.12), ("wrong_value", 0.10),
+          ("missing_optional", 0.02), ("wrong_function", 0.05)),
+    missing_call=0.06, extra_call=0.04, stop_early=0.06, correct_after_error=0.5,
+)
+"""A weaker model: twice the wrong calls, missing and extra calls and early stops of `DEFAULT_MIX`."""
+MIXES = {"default": DEFAULT_MIX, "weak": WEAK_MIX}
+
+
+@dataclass(frozen=True)
+class Scene:
+    """What a deviation may draw on: the sample's tools, the gold responses of earlier steps, and
+    the free-text values of the whole gold path (a wrong place is most often another place of the
+    same request)."""
+
+    tools: Mapping[str, Tool]
+    outputs: Mapping[str, Any]
+    texts: tuple[str, ...]
+
+
 @dataclass(frozen=True)
 class ScriptedCall:
     """One predicted call: where it is, what it deviates by, and whether it means the gold call."""
@@ -106,6 +129,8 @@ def script_trajectory(sample: Sample, seed: int, mix: DeviationMix = DEFAULT_MIX
     rng = random.Random(f"{seed}:{sample.id}")
     tools = {tool.name: tool for tool in sample.tools}
     resolved_steps, raw_steps = gold_steps_with_values(sample), sample.all_steps()
+    texts = tuple(sorted({value for step in resolved_steps for call in step for param, value in call.arguments.items()
+                          if _free_text(param, value, _properties(tools.get(call.name)), call.name)}))
     trajectory = ScriptedTrajectory(sample.id)
     stop_at = rng.randrange(1, len(raw_steps)) if len(raw_steps) > 1 and rng.random() < mix.stop_early else None
     outputs: dict[str, Any] = {}
@@ -122,7 +147,7 @@ def script_trajectory(sample: Sample, seed: int, mix: DeviationMix = DEFAULT_MIX
                 trajectory.skipped.append(gold.label)
                 continue
             wanted = rng.choices(kinds, weights)[0]
-            kind, name, arguments = deviate(wanted, gold, raw_call, tools, outputs, rng)
+            kind, name, arguments = deviate(wanted, gold, raw_call, Scene(tools, outputs, texts), rng)
             equivalent = kind not in WRONG_KINDS
             trajectory.calls.append(ScriptedCall(turn, len(made), kind, name, arguments, gold.label, equivalent))
             made.append({"name": name, "arguments": arguments})
@@ -154,25 +179,27 @@ def final_text(sample: Sample) -> str:
 
 
 # ------------------------------------------------------------------------------- one call's deviation
-def deviate(kind: str, gold: Call, raw: Call, tools: Mapping[str, Tool], outputs: Mapping[str, Any],
-            rng: random.Random) -> tuple[str, str, dict[str, Any]]:
+def deviate(kind: str, gold: Call, raw: Call, scene: Scene, rng: random.Random) -> tuple[str, str, dict[str, Any]]:
     """(applied kind, name, arguments) of the predicted call; `gold` has literal values, `raw` the
-    gold call as written (with its references), `outputs` the gold responses of earlier steps."""
-    tool = tools.get(gold.name)
-    properties = (tool.parameters.get("properties") or {}) if tool else {}
+    gold call as written (with its references)."""
+    tool = scene.tools.get(gold.name)
+    properties = _properties(tool)
     required = set((tool.parameters.get("required") or []) if tool else [])
     arguments = copy.deepcopy(dict(gold.arguments))
     while True:
-        changed = _apply(kind, gold, raw, arguments, properties, required, tools, outputs, rng)
+        changed = _apply(kind, gold, raw, arguments, properties, required, scene, rng)
         if changed is not None:
             name, new_arguments = changed
             return kind, name, new_arguments
         kind = FALLBACK.get(kind, "exact")
 
 
+def _properties(tool: Tool | None) -> Mapping[str, Any]:
+    return (tool.parameters.get("properties") or {}) if tool else {}
+
+
 def _apply(kind: str, gold: Call, raw: Call, arguments: dict[str, Any], properties: Mapping[str, Any],
-           required: set[str], tools: Mapping[str, Tool], outputs: Mapping[str, Any],
-           rng: random.Random) -> tuple[str, dict[str, Any]] | None:
+           required: set[str], scene: Scene, rng: random.Random) -> tuple[str, dict[str, Any]] | None:
     name = gold.name
     if kind == "exact":
         return name, arguments
@@ -208,15 +235,16 @@ def _apply(kind: str, gold: Call, raw: Call, arguments: dict[str, Any], properti
                   and parameter_type(p, properties.get(p), name) == "location"]
         return _with(name, arguments, rng, params, lambda v: round(v, 3))
     if kind == "wrong_pick":
-        return _wrong_pick(name, arguments, raw, outputs, rng)
+        return _wrong_pick(name, arguments, raw, scene.outputs, rng)
     if kind == "wrong_value":
-        params = [p for p, v in arguments.items() if _wrong(v, properties.get(p) or {}, p, name, rng) is not None]
+        wrong = {p: _wrong(v, properties.get(p) or {}, p, name, scene.texts, rng) for p, v in arguments.items()}
+        params = sorted(p for p, value in wrong.items() if value is not None)
         if not params:
             return None
         param = rng.choice(params)
-        return name, {**arguments, param: _wrong(arguments[param], properties.get(param) or {}, param, name, rng)}
+        return name, {**arguments, param: wrong[param]}
     if kind == "wrong_function":
-        siblings = [t.name for t in tools.values() if t.name != name
+        siblings = [t.name for t in scene.tools.values() if t.name != name
                     and set(t.parameters.get("required") or []) <= set(arguments)
                     and set(arguments) <= set(t.parameters.get("properties") or {})]
         return (rng.choice(sorted(siblings)), arguments) if siblings else None
@@ -273,8 +301,11 @@ def _country(response: Any) -> str | None:
     return country if isinstance(country, str) and country else None
 
 
-def _wrong(value: Any, schema: Mapping[str, Any], param: str, function_name: str, rng: random.Random) -> Any:
-    """Another value of the same kind, or None when no plausible other value is known."""
+def _wrong(value: Any, schema: Mapping[str, Any], param: str, function_name: str, texts: Sequence[str],
+           rng: random.Random) -> Any:
+    """Another value of the same kind, or None when no plausible other value is known: another
+    date or time a day or an hour off, another number, another enum member, another place of the
+    same request (else a city it does not name)."""
     if isinstance(value, bool):
         return not value
     enum = schema.get("enum") or []
@@ -294,7 +325,8 @@ def _wrong(value: Any, schema: Mapping[str, Any], param: str, function_name: str
             hour = (int(value[:2]) + rng.choice((1, 23))) % 24
             return f"{hour:02d}{value[2:]}"
         if _free_text(param, value, {param: schema}, function_name):
-            return rng.choice([place for place in OTHER_PLACES if place.casefold() != value.casefold()])
+            others = [text for text in texts if text.strip().casefold() != value.strip().casefold()]
+            return rng.choice(others or [place for place in OTHER_PLACES if place.casefold() != value.casefold()])
     return None
 
 

@@ -317,7 +317,8 @@ def typed_difference(predicted: Mapping[str, Any], gold: Mapping[str, Any], sche
     - two different dates, times or date-times (each parsed as ISO 8601; parse failure: undecided);
     - two different identifiers (a token, slug, key or id parameter, neither value with spaces):
       they name two different things;
-    - a parameter of one of those kinds given on one side only (a filter set on one side only).
+    - a parameter of one of those kinds given on one side only (a filter set on one side only),
+      unless its description speaks of a default the schema does not declare.
     Free text (place names, queries), lists and objects are never settled here: "NY" and "New York"
     are for the judge."""
     properties = (schema or {}).get("properties") or {}
@@ -331,7 +332,9 @@ def typed_difference(predicted: Mapping[str, Any], gold: Mapping[str, Any], sche
                 return f"Parameter {param}: {left[param]!r} and {right[param]!r} cannot mean the same."
         else:
             value = left[param] if param in left else right[param]
-            if _settled_kind(value, param_schema, param, function_name):
+            # a default documented only in words ("5 km by default") is the judge's to apply
+            described_default = "default" in str(param_schema.get("description", "")).lower()
+            if not described_default and _settled_kind(value, param_schema, param, function_name):
                 side = "the prediction" if param in left else "the gold call"
                 return f"Parameter {param} is set only in {side}."
     return None

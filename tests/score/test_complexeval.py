@@ -387,6 +387,7 @@ TRAVEL_SCHEMA = {"type": "object", "properties": {
     "latitude": {"type": "number"},
     "adults": {"type": "integer", "default": 1},
     "price_max": {"type": "number"},
+    "radius": {"type": "number", "description": "Search radius in km, 5 by default."},
     "sort_by": {"type": "string", "enum": ["price", "distance"], "default": "distance"},
     "tags": {"type": "array", "items": {"type": "string"}},
 }}
@@ -415,6 +416,7 @@ def test_typed_differences_are_settled_without_a_judge(predicted: dict, gold: di
     ({"tags": ["a"]}, {"tags": ["b"]}),  # lists are not settled
     ({"query": "Paris", "note": "near the river"}, {"query": "Paris"}),  # free text on one side only
     ({"adults": 1}, {}),  # the default written out: no difference at all
+    ({"radius": 5}, {}),  # a default only the description gives: the judge applies it
 ])
 def test_what_needs_judgement_is_left_to_the_judge(predicted: dict, gold: dict) -> None:
     assert typed_difference(predicted, gold, TRAVEL_SCHEMA) is None
