@@ -315,8 +315,8 @@ def typed_difference(predicted: Mapping[str, Any], gold: Mapping[str, Any], sche
     - two different numbers, unless one is the other rounded (48.8566 and 48.86: judgement);
     - two different members of an enum (another sort order, another currency);
     - two different dates, times or date-times (each parsed as ISO 8601; parse failure: undecided);
-    - two different identifiers (a token, slug, key or id parameter, neither value with spaces):
-      they name two different things;
+    - two different identifiers (a token, slug, key or id parameter, neither value with spaces,
+      neither written inside the other): they name two different things;
     - a parameter of one of those kinds given on one side only (a filter set on one side only),
       unless its description speaks of a default the schema does not declare.
     Free text (place names, queries), lists and objects are never settled here: "NY" and "New York"
@@ -364,7 +364,11 @@ def _distinct_values(left: Any, right: Any, schema: Mapping[str, Any], param: st
     if kind is not None:
         parsed = _parse_iso(left.strip(), kind), _parse_iso(right.strip(), kind)
         return None not in parsed and parsed[0] != parsed[1]
-    return _is_identifier(left, param, schema, function_name) and _is_identifier(right, param, schema, function_name)
+    if not (_is_identifier(left, param, schema, function_name) and _is_identifier(right, param, schema, function_name)):
+        return False
+    # "LHR" and "LHR.AIRPORT": one id written inside the other may be a shorter spelling (judgement)
+    small, large = sorted((left.strip().casefold(), right.strip().casefold()), key=len)
+    return small not in large
 
 
 def _is_number_value(value: Any) -> bool:

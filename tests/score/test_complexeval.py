@@ -400,6 +400,7 @@ TRAVEL_SCHEMA = {"type": "object", "properties": {
     ({"latitude": 48.75}, {"latitude": 48.8566}),  # not a rounding of it (48.9 would be)
     ({"sort_by": "price"}, {"sort_by": "distance"}),  # another sort order
     ({"block_id": "BLK_a1"}, {"block_id": "BLK_b2"}),  # another id
+    ({"fromId": "LHR.AIRPORT"}, {"fromId": "LGW.AIRPORT"}),  # another airport id
     ({"price_max": 180}, {}),  # a filter on one side only
     ({"query": "Paris"}, {"query": "Paris", "arrival_date": "2025-11-15"}),  # a typed parameter left out
 ])
@@ -410,6 +411,7 @@ def test_typed_differences_are_settled_without_a_judge(predicted: dict, gold: di
 @pytest.mark.parametrize("predicted, gold", [
     ({"query": "NY"}, {"query": "New York"}),  # free text: the judge's question
     ({"fromId": "LHR.AIRPORT"}, {"fromId": "London Heathrow"}),  # an id written as a name
+    ({"fromId": "LHR"}, {"fromId": "LHR.AIRPORT"}),  # one id inside the other: maybe a shorter spelling
     ({"latitude": 48.86}, {"latitude": 48.8566}),  # a rounding: judgement
     ({"latitude": 48.8566}, {"latitude": 48.86}),
     ({"arrival_date": "15/11/2025"}, {"arrival_date": "2025-11-15"}),  # not ISO: cannot parse, undecided
