@@ -474,7 +474,8 @@ def test_the_statistics_process_ends_when_a_killed_export_does(tmp_path):
     pid_file = tmp_path / "worker.pid"  # (not stdout: a leftover worker would hold that pipe open)
     done = subprocess.run([sys.executable, "-c", script, str(source), str(pid_file)], stdin=subprocess.DEVNULL,
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                          cwd=Path(__file__).resolve().parents[1], timeout=120)
+                          cwd=Path(__file__).resolve().parents[1], timeout=120,
+                          env={**os.environ, "FCBENCH_STATS_CACHE": "off"})  # measured for real, in the process
     assert done.returncode == -signal.SIGKILL
     worker = int(pid_file.read_text().split()[0])
     deadline = time.monotonic() + 10
