@@ -114,9 +114,15 @@ class LabelingSession:
         protocol's FindInPage domain; `window.find` is another search, which skips folded text), and
         wait until the first match is on screen; seconds taken. The find bar opens a closed
         <details> around a match, so this is how an annotator reaches text in a folded response."""
+        from playwright.sync_api import Error as PlaywrightError
+
         session = self.page.context.new_cdp_session(self.page)
         started = time.monotonic()
-        session.send("FindInPage.findFirst", {"query": text})
+        try:
+            session.send("FindInPage.findFirst", {"query": text})
+        except PlaywrightError as exc:  # the domain is experimental and recent (Chromium 156 has it)
+            version = self.page.context.browser.version if self.page.context.browser else "?"
+            raise AssertionError(f"this Chromium ({version}) cannot drive its find-in-page: {exc}") from None
         self._wait_for(_ON_SCREEN, text, FIND_TIMEOUT_MS)
         seconds = time.monotonic() - started
         session.send("FindInPage.stop")
