@@ -5,7 +5,7 @@ complexeval_*.txt`, written from ComplexFuncBench's appendix: criteria and scale
 
 The scorer (`fcbench.score.complexeval`, pure) takes them as plug-ins:
 - `LLMJudges.equivalence_layer(sample)`: the `llm` MatchLayer, asked only for pairs the rules and
-  the response comparison could not decide (the evaluator's order);
+  the response comparison could not decide (the evaluator's order; `judged_options` puts it there);
 - `LLMJudges.completeness` / `LLMJudges.correctness`: ResponseJudges.
 
 Every verdict is cached (the request cache is keyed on the whole request: a re-run asks nothing
@@ -36,7 +36,7 @@ from fcbench.llm.prompts import PromptFile
 from fcbench.sample import Call, Sample, Tool, user_query
 from fcbench.environments.recorded import RecordedEnvironment
 from fcbench.score.complexeval import (ComplexEvalOptions, ResponseJudgeInput, gold_steps_with_values,
-                                       response_match_layer)
+                                       response_match_layer, typed_difference_layer)
 from fcbench.score.matching import JudgeError, MatchLayer, PredictedCall
 
 PROMPTS = Path(__file__).parent / "prompts"
@@ -226,11 +226,14 @@ def judged_options(samples: Sequence[Sample], judges: LLMJudges,
                    base: ComplexEvalOptions = ComplexEvalOptions()) -> Callable[[Sample], ComplexEvalOptions]:
     """Per-sample options in the evaluator's order: rules (in the matcher), then the response
     comparison (the recorded gold responses of these samples answer the predicted call: the same
-    response as the gold call's means equivalent), then the LLM judge."""
+    response as the gold call's means equivalent), then the typed-difference rule (another date,
+    id, number, enum member or a typed filter on one side only is not equivalent: no judgement
+    needed, `typed_difference`), then the LLM judge for what is left."""
     response_layer = response_match_layer(RecordedEnvironment.from_samples(samples))
+    difference_layer = typed_difference_layer()
 
     def options_for(sample: Sample) -> ComplexEvalOptions:
-        layers = [*base.layers, response_layer, judges.equivalence_layer(sample)]
+        layers = [*base.layers, response_layer, difference_layer, judges.equivalence_layer(sample)]
         return ComplexEvalOptions(layers=layers, similarity=base.similarity, exact_parameters=base.exact_parameters,
                                   optional_functions=base.optional_functions, grounding=base.grounding,
                                   stop_on_unmatched_turn=base.stop_on_unmatched_turn,

@@ -202,26 +202,62 @@ def _default_mode() -> int:
     return 0o666 & ~umask
 
 
+class StagedFile:
+    """A file written as it is made (a stage's lines, one at a time: its memory does not grow with
+    them) to a temporary file beside `target`, put in place whole by `place()`; a run that fails or
+    is killed before that leaves the target untouched.
+
+    A kill -9 leaves `.NAME.<random>.tmp` behind; the next staging of the same file removes it
+    (one writer per file: a stage's outputs are its own)."""
+
+    def __init__(self, target: str | Path) -> None:
+        self.target = Path(target)
+        self.lines = 0
+        self.target.parent.mkdir(parents=True, exist_ok=True)
+        for leftover in self.target.parent.glob(f".{glob.escape(self.target.name)}.*.tmp"):
+            leftover.unlink(missing_ok=True)
+        fd, self._tmp_name = tempfile.mkstemp(prefix=f".{self.target.name}.", suffix=".tmp", dir=self.target.parent)
+        self.handle = os.fdopen(fd, "w", encoding="utf-8")
+        self._placed = False
+
+    def write_line(self, line: str) -> None:
+        self.handle.write(line)
+        self.handle.write("\n")
+        self.lines += 1
+
+    def write_json_line(self, record: Any) -> None:
+        self.write_line(dumps_line(record))
+
+    def place(self, path: str | Path | None = None) -> Path:
+        """fsync, give the mode a plain `open()` would give, and rename over `path` (default: the
+        target; a stage keeping its previous output places the new one beside it instead)."""
+        destination = Path(path) if path is not None else self.target
+        self.handle.flush()
+        os.fsync(self.handle.fileno())
+        self.handle.close()
+        os.chmod(self._tmp_name, _default_mode())
+        os.replace(self._tmp_name, destination)
+        self._placed = True
+        return destination
+
+    def discard(self) -> None:
+        if not self._placed:
+            self.handle.close()
+            Path(self._tmp_name).unlink(missing_ok=True)
+
+    def __enter__(self) -> "StagedFile":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.discard()  # placed already, or failed: nothing of it stays
+
+
 def _atomic_text(path: str | Path, write) -> None:
     """Write a text file atomically: a temporary file beside the target, fsynced, given the mode a
     plain `open()` would give, then renamed over the target."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # A kill -9 between mkstemp and the rename leaves `.NAME.<random>.tmp` behind; the next write of
-    # the same file removes it (one writer per file: a stage's outputs are its own).
-    for leftover in target.parent.glob(f".{glob.escape(target.name)}.*.tmp"):
-        leftover.unlink(missing_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp_name, _default_mode())
-        os.replace(tmp_name, target)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
+    with StagedFile(path) as staged:
+        write(staged.handle)
+        staged.place()
 
 
 def write_text_lines(path: str | Path, lines: Iterable[str]) -> int:

@@ -184,6 +184,15 @@ def test_progress_is_quiet_for_short_runs_and_logs_plain_lines_off_a_terminal():
     assert stream.getvalue().startswith("filter: 250/1,000 (25%), ") and "s left" in stream.getvalue()
 
 
+def test_a_progress_total_counts_lines_without_parsing_them(tmp_path):
+    from fcbench.progress import lines_in
+
+    path = tmp_path / "lines.jsonl"
+    for text, lines in (("", 0), ("{}\n", 1), ("{}\n{}", 2), ("{}\n" * 300_000, 300_000)):  # past one 1 MiB chunk
+        path.write_text(text)
+        assert lines_in(path) == lines, text[:10]
+
+
 def test_depth_limit_is_exact_at_the_boundary():
     from fcbench.jsonl import MAX_DEPTH, parse_json_line
 

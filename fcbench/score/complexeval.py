@@ -38,6 +38,7 @@ a model that already knows an id need not look it up. None are optional by defau
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import re
@@ -277,6 +278,142 @@ def response_match_layer(environment: Environment) -> MatchLayer:
         return None
 
     return MatchLayer("response", decide)
+
+
+# ---------------------------------------------------------------------------------------------
+# Differences a rule can settle (before the LLM judge)
+
+TYPED_DIFFERENCE_LAYER = "rule_typed"
+_IDENTIFIER_WORDS = frozenset({"id", "ids", "key", "token", "slug"})
+
+
+def typed_difference_layer() -> MatchLayer:
+    """Says "not equivalent" for pairs whose difference no reading of the conversation can undo,
+    so the LLM judge is asked only about what needs judgement (`typed_difference`); undecided
+    (None) otherwise. It comes after the response layer: a call that gets the gold call's response
+    is equivalent whatever its arguments say."""
+
+    def decide(predicted: PredictedCall, gold: Call, tool: Tool | None) -> bool | None:
+        if predicted.name != gold.name:
+            return None
+        difference = typed_difference(predicted.arguments, gold.arguments, tool.parameters if tool else None,
+                                      gold.name)
+        return False if difference is not None else None
+
+    return MatchLayer(TYPED_DIFFERENCE_LAYER, decide)
+
+
+def typed_difference(predicted: Mapping[str, Any], gold: Mapping[str, Any], schema: Mapping[str, Any] | None,
+                     function_name: str = "") -> str | None:
+    """The first parameter whose values cannot mean the same thing, by the kind of value the schema
+    declares, or None when only judgement can tell. These are the differences the judge prompt
+    (`complexeval_call_equivalence.txt`) itself lists as making two calls different: another date,
+    another id, another number of people, another sort order, a missing or an extra filter.
+
+    Settled, after schema defaults are filled on both sides (so an omitted default is no difference):
+    - two different booleans; two different integers;
+    - two different numbers, unless one is the other rounded (48.8566 and 48.86: judgement);
+    - two different members of an enum (another sort order, another currency);
+    - two different dates, times or date-times (each parsed as ISO 8601; parse failure: undecided);
+    - two different identifiers (a token, slug, key or id parameter, neither value with spaces,
+      neither written inside the other): they name two different things;
+    - a parameter of one of those kinds given on one side only (a filter set on one side only),
+      unless its description speaks of a default the schema does not declare.
+    Free text (place names, queries), lists and objects are never settled here: "NY" and "New York"
+    are for the judge."""
+    properties = (schema or {}).get("properties") or {}
+    left, right = fill_defaults(predicted, schema), fill_defaults(gold, schema)
+    for param in [*right, *(p for p in left if p not in right)]:
+        param_schema = properties.get(param) if isinstance(properties.get(param), Mapping) else {}
+        if param in left and param in right:
+            if values_equivalent(left[param], right[param], param_schema):
+                continue
+            if _distinct_values(left[param], right[param], param_schema, param, function_name):
+                return f"Parameter {param}: {left[param]!r} and {right[param]!r} cannot mean the same."
+        else:
+            value = left[param] if param in left else right[param]
+            # a default documented only in words ("5 km by default") is the judge's to apply
+            described_default = "default" in str(param_schema.get("description", "")).lower()
+            if not described_default and _settled_kind(value, param_schema, param, function_name):
+                side = "the prediction" if param in left else "the gold call"
+                return f"Parameter {param} is set only in {side}."
+    return None
+
+
+def _settled_kind(value: Any, schema: Mapping[str, Any], param: str, function_name: str) -> bool:
+    """Whether a value is of a kind whose presence alone changes the call (typed, not free text)."""
+    if isinstance(value, bool) or _is_number_value(value):
+        return True
+    if isinstance(value, str):
+        return (value in (schema.get("enum") or ()) or _iso_kind(schema, param) is not None
+                or _is_identifier(value, param, schema, function_name))
+    return False
+
+
+def _distinct_values(left: Any, right: Any, schema: Mapping[str, Any], param: str, function_name: str) -> bool:
+    if isinstance(left, bool) and isinstance(right, bool):
+        return left != right
+    if _is_number_value(left) and _is_number_value(right):
+        return not (_rounds_to(left, right) or _rounds_to(right, left))
+    if not (isinstance(left, str) and isinstance(right, str)):
+        return False
+    enum = [member.casefold() for member in schema.get("enum") or () if isinstance(member, str)]
+    if enum and left.strip().casefold() in enum and right.strip().casefold() in enum:
+        return True
+    kind = _iso_kind(schema, param)
+    if kind is not None:
+        parsed = _parse_iso(left.strip(), kind), _parse_iso(right.strip(), kind)
+        return None not in parsed and parsed[0] != parsed[1]
+    if not (_is_identifier(left, param, schema, function_name) and _is_identifier(right, param, schema, function_name)):
+        return False
+    # "LHR" and "LHR.AIRPORT": one id written inside the other may be a shorter spelling (judgement)
+    small, large = sorted((left.strip().casefold(), right.strip().casefold()), key=len)
+    return small not in large
+
+
+def _is_number_value(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _rounds_to(precise: float, rounded: float) -> bool:
+    """`rounded` is `precise` rounded to the decimals `rounded` is written with (0 to 12)."""
+    text = repr(float(rounded))
+    if "e" in text or "E" in text:
+        return False
+    decimals = len(text.split(".")[1].rstrip("0"))
+    # within half a unit of its last written decimal (whichever way a tie was rounded)
+    return decimals <= 12 and abs(float(precise) - float(rounded)) <= 0.5 * 10.0 ** -decimals * (1 + 1e-9)
+
+
+def _iso_kind(schema: Mapping[str, Any], param: str) -> str | None:
+    """date / time / date-time when the schema says so (format, or a date / HH:MM pattern)."""
+    declared = schema.get("format")
+    if declared in ("date", "time", "date-time"):
+        return str(declared)
+    pattern = str(schema.get("pattern") or "")
+    if r"\d{4}-\d{2}-\d{2}" in pattern:
+        return "date"
+    described = "hh:mm" in str(schema.get("description", "")).lower()
+    if "time" in name_words(param) and (":" in pattern or described):
+        return "time"
+    return None
+
+
+def _parse_iso(text: str, kind: str) -> Any:
+    parser = {"date": datetime.date.fromisoformat, "time": datetime.time.fromisoformat,
+              "date-time": datetime.datetime.fromisoformat}[kind]
+    try:
+        return parser(text)
+    except ValueError:
+        return None
+
+
+def _is_identifier(value: str, param: str, schema: Mapping[str, Any], function_name: str) -> bool:
+    """An opaque identifier: a token/slug/key/id parameter (by name) holding a value without spaces."""
+    words = name_words(param)
+    named = bool(words) and (words[-1] in _IDENTIFIER_WORDS
+                             or parameter_type(param, schema, function_name) in ("token", "slug", "id"))
+    return named and bool(value.strip()) and not any(ch.isspace() for ch in value.strip())
 
 
 # ---------------------------------------------------------------------------------------------
