@@ -20,7 +20,17 @@ from annotate.call_form import select_class
 from annotate.screenshot import CHROMIUM, CHROMIUM_ARGS
 
 RENDER_TIMEOUT_MS = 180_000  # a loaded 2-core machine renders a large task in tens of seconds
+FIND_TIMEOUT_MS = 30_000  # find-in-page reveals a match in a 500 kB response in well under a second
 _SAMPLE = re.compile(r"sample (\S+) ·")
+# the first text node of the labeling view holding the text: rendered (not inside a closed <details>)
+# and inside the window
+_ON_SCREEN = (
+    "(text) => { const walk = document.createTreeWalker(document.querySelector('.lsf-main-view'), NodeFilter.SHOW_TEXT);"
+    " for (let node = walk.nextNode(); node; node = walk.nextNode()) { const at = node.data.indexOf(text);"
+    " if (at < 0) continue; const range = document.createRange(); range.setStart(node, at);"
+    " range.setEnd(node, at + text.length); const box = range.getBoundingClientRect();"
+    " return node.parentElement.checkVisibility() && box.height > 0 && box.top >= 0 && box.bottom <= innerHeight; }"
+    " return false; }")
 
 
 @dataclass
@@ -99,6 +109,31 @@ class LabelingSession:
                 values[name] = value
         return values
 
+    def find_in_page(self, text: str) -> float:
+        """Search the page with the browser's own find-in-page, what Ctrl+F drives (the DevTools
+        protocol's FindInPage domain; `window.find` is another search, which skips folded text), and
+        wait until the first match is on screen; seconds taken. The find bar opens a closed
+        <details> around a match, so this is how an annotator reaches text in a folded response."""
+        from playwright.sync_api import Error as PlaywrightError
+
+        session = self.page.context.new_cdp_session(self.page)
+        started = time.monotonic()
+        try:
+            session.send("FindInPage.findFirst", {"query": text})
+        except PlaywrightError as exc:  # the domain is experimental and recent (Chromium 156 has it)
+            version = self.page.context.browser.version if self.page.context.browser else "?"
+            raise AssertionError(f"this Chromium ({version}) cannot drive its find-in-page: {exc}") from None
+        self._wait_for(_ON_SCREEN, text, FIND_TIMEOUT_MS)
+        seconds = time.monotonic() - started
+        session.send("FindInPage.stop")
+        session.detach()
+        self.actions += 1 + len(text)  # Ctrl+F and the text typed into the find bar
+        return seconds
+
+    def on_screen(self, text: str) -> bool:
+        """Whether the first occurrence of `text` in the labeling view is rendered inside the window."""
+        return bool(self.page.evaluate(_ON_SCREEN, text))
+
     def text_area(self, name: str) -> str:
         """A pre-filled text region's value (`query`, `path_json`)."""
         return self.page.eval_on_selector(f".lsf-main-view textarea[name^='{name}:']", "e => e.value")
@@ -159,13 +194,13 @@ class LabelingSession:
         self.page.keyboard.press("Tab")
         self.actions += 1
 
-    def _wait_for(self, script: str, arg: Any) -> None:
+    def _wait_for(self, script: str, arg: Any, timeout_ms: int = RENDER_TIMEOUT_MS) -> None:
         """Wait for a page condition; on timeout, fail with what the page shows (and a screenshot
         when FCBENCH_UI_DEBUG_DIR is set), not only playwright's timeout."""
         from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
         try:
-            self.page.wait_for_function(script, arg=arg, polling=200, timeout=RENDER_TIMEOUT_MS)
+            self.page.wait_for_function(script, arg=arg, polling=200, timeout=timeout_ms)
         except PlaywrightTimeout:
             folder = os.environ.get("FCBENCH_UI_DEBUG_DIR")
             if folder:

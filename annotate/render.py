@@ -2,8 +2,9 @@
 
 Every piece of sample text is escaped: queries, tool descriptions and responses come from LLMs and
 APIs, and HyperText renders inside the annotator's logged-in page. JSON is pretty-printed in <pre>
-blocks so nested arguments and responses read at a glance; very long responses are cut with a note
-(the annotator edits the path, not the responses, so nothing is lost by not showing all of one).
+blocks so nested arguments and responses read at a glance; a long response shows its first
+MAX_RESPONSE_CHARS and folds the rest in a <details> (the page of a 500 kB task stays short and
+renders fast), which the browser's find-in-page (Ctrl+F) opens by itself on a match inside it.
 """
 
 from __future__ import annotations
@@ -54,8 +55,10 @@ def _is_flat(value: dict[str, Any] | list[Any]) -> bool:
 
 
 def _pre(value: Any, limit: int | None = None) -> str:
-    """JSON in a <pre>; past `limit` characters the rest is folded in a <details> the annotator
-    opens to read it (the browser's find-in-page searches it), up to MAX_FOLDED_CHARS."""
+    """JSON in a <pre>; past `limit` characters the rest is folded in a <details>, up to
+    MAX_FOLDED_CHARS. Folded text is not laid out until opened, yet the browser's find-in-page
+    (Ctrl+F; not `window.find`) searches it and opens the fold at a match. The summary is sticky
+    (label config CSS), so a fold opened deep down can be folded again from where the match is."""
     text = compact_json(value)
     if limit is None or len(text) <= limit:
         return f"<pre>{escape(text)}</pre>"
@@ -68,8 +71,8 @@ def _pre(value: Any, limit: int | None = None) -> str:
         rest = rest[:MAX_FOLDED_CHARS]
     lines = rest.count("\n") + 1
     return (f"<pre>{escape(shown)}</pre>"
-            f'<details class="fold"><summary>{lines} more lines ({len(rest) // 1000} kB): open to read or search '
-            f"them</summary><pre>{escape(rest)}</pre></details>{dropped}")
+            f'<details class="fold"><summary>{lines} more lines ({len(rest) // 1000} kB) folded: click to open '
+            f"or fold; Ctrl+F finds text in them while folded</summary><pre>{escape(rest)}</pre></details>{dropped}")
 
 
 def last_user_text(sample: Sample) -> str:

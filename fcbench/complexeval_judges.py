@@ -5,7 +5,7 @@ complexeval_*.txt`, written from ComplexFuncBench's appendix: criteria and scale
 
 The scorer (`fcbench.score.complexeval`, pure) takes them as plug-ins:
 - `LLMJudges.equivalence_layer(sample)`: the `llm` MatchLayer, asked only for pairs the rules and
-  the response comparison could not decide (the evaluator's order);
+  the response comparison could not decide (the evaluator's order; `judged_options` puts it there);
 - `LLMJudges.completeness` / `LLMJudges.correctness`: ResponseJudges.
 
 Every verdict is cached (the request cache is keyed on the whole request: a re-run asks nothing
@@ -20,6 +20,7 @@ an event loop in a thread of their own; `judge(...)` blocks the calling thread o
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import threading
 from collections import Counter
@@ -34,9 +35,10 @@ from fcbench.llm.client import json_object_answer
 from fcbench.llm.judge import judge_client
 from fcbench.llm.prompts import PromptFile
 from fcbench.sample import Call, Sample, Tool, user_query
+from fcbench.environments import Environment
 from fcbench.environments.recorded import RecordedEnvironment
 from fcbench.score.complexeval import (ComplexEvalOptions, ResponseJudgeInput, gold_steps_with_values,
-                                       response_match_layer)
+                                       response_match_layer, typed_difference_layer)
 from fcbench.score.matching import JudgeError, MatchLayer, PredictedCall
 
 PROMPTS = Path(__file__).parent / "prompts"
@@ -124,7 +126,8 @@ class LLMJudges:
         self.verdicts: Counter[str] = Counter()  # "<judge>:<verdict>" -> count
         self._lock = threading.Lock()
         # this run's answers, judge errors included: the client forgets unusable answers (so a later
-        # run asks again), but within one run the scorer's replay must see what the live run saw
+        # run asks again), but within one run the scorer's replay must see what the live run saw;
+        # keyed by the prompt's digest, not its text (a prompt carries a whole conversation)
         self._answers: dict[tuple[str, str], tuple[str | None, Any]] = {}
         self._cache = RequestCache(cache_path)
         self._loop = _LoopThread()
@@ -170,15 +173,16 @@ class LLMJudges:
     def _ask(self, judge: str, prompt_values: Mapping[str, str], parse: Any) -> Any:
         prompt = self.prompts[judge]
         text = prompt.render(**prompt_values)
+        key = (judge, hashlib.sha256(text.encode("utf-8")).hexdigest())
         with self._lock:
-            remembered = self._answers.get((judge, text))
+            remembered = self._answers.get(key)
         if remembered is None:
             request = ChatRequest(messages=[{"role": "user", "content": text}],
                                   response_format={"type": "json_object"}, prompt_hash=prompt.sha256)
             outcome = self._loop.run(self._client.complete(request, parse))
             remembered = (outcome.reason, None) if isinstance(outcome, LLMRejection) else (None, outcome.parsed)
             with self._lock:
-                self._answers[(judge, text)] = remembered
+                self._answers[key] = remembered
         failure, parsed = remembered
         if failure is not None:
             self._count(f"{judge}:judge_error")
@@ -226,11 +230,21 @@ def judged_options(samples: Sequence[Sample], judges: LLMJudges,
                    base: ComplexEvalOptions = ComplexEvalOptions()) -> Callable[[Sample], ComplexEvalOptions]:
     """Per-sample options in the evaluator's order: rules (in the matcher), then the response
     comparison (the recorded gold responses of these samples answer the predicted call: the same
-    response as the gold call's means equivalent), then the LLM judge."""
-    response_layer = response_match_layer(RecordedEnvironment.from_samples(samples))
+    response as the gold call's means equivalent), then the typed-difference rule (another date,
+    id, number, enum member or a typed filter on one side only is not equivalent: no judgement
+    needed, `typed_difference`), then the LLM judge for what is left."""
+    return options_with_responses(RecordedEnvironment.from_samples(samples), judges, base)
+
+
+def options_with_responses(responses: Environment, judges: LLMJudges,
+                           base: ComplexEvalOptions = ComplexEvalOptions()) -> Callable[[Sample], ComplexEvalOptions]:
+    """`judged_options` with the recorded responses given (`evaluate` records its split's on disk
+    as it reads them, rather than holding every sample)."""
+    response_layer = response_match_layer(responses)
+    difference_layer = typed_difference_layer()
 
     def options_for(sample: Sample) -> ComplexEvalOptions:
-        layers = [*base.layers, response_layer, judges.equivalence_layer(sample)]
+        layers = [*base.layers, response_layer, difference_layer, judges.equivalence_layer(sample)]
         return ComplexEvalOptions(layers=layers, similarity=base.similarity, exact_parameters=base.exact_parameters,
                                   optional_functions=base.optional_functions, grounding=base.grounding,
                                   stop_on_unmatched_turn=base.stop_on_unmatched_turn,

@@ -33,8 +33,9 @@ from fcbench.environments import Environment
 from fcbench.errors import UserError
 from fcbench.formats import Rejected, read_samples
 from fcbench.grounding import ungrounded_values
-from fcbench.jsonl import write_json, write_json_lines
+from fcbench.jsonl import StagedFile, write_json
 from fcbench.output_guard import guard_output
+from fcbench.progress import StageProgress, lines_in
 from fcbench.sample import Sample, sample_to_dict
 from fcbench.verdicts import FilterCategory, Verdict, comparison_of
 
@@ -135,45 +136,47 @@ def execution_conversation_verdict(sample: Sample, environment: Environment, set
 
 def filter_conversations(items: Iterable[Sample | Rejected], environment: Environment, settings: FilterConfig,
                          build_dir: Path, input_name: str, force: bool = False,
-                         min_output_share: float = 0.5) -> ConversationFilterSummary:
-    kept: list[Sample] = []
-    rejects: list[dict[str, Any]] = []
+                         min_output_share: float = 0.5, total: int | None = None) -> ConversationFilterSummary:
+    """Streams: each conversation is decided and written as it is read (`total`: for progress)."""
     categories: Counter[str] = Counter()
     reasons: Counter[str] = Counter()
     notes: dict[str, list[str]] = {}
-    total = 0
-    for item in items:
-        total += 1
-        if isinstance(item, Rejected):
-            categories[FilterCategory.FAILED_FORMAT.value] += 1
-            reasons["format.unreadable"] += 1
-            rejects.append({"id": None, "reason": "format.unreadable", "detail": f"{item.source}: {item.reason}"})
-            continue
-        verdict = static_conversation_verdict(item, settings)
-        if verdict.category is FilterCategory.PASSED:
-            verdict = execution_conversation_verdict(item, environment, settings, verdict)
-        categories[verdict.category.value] += 1
-        if verdict.category is FilterCategory.PASSED:
-            kept.append(item)
-            if verdict.notes:
-                notes[item.id] = verdict.notes
-        else:
-            reasons[verdict.reason or "rejected"] += 1
-            rejects.append({"id": item.id, "reason": verdict.reason, "category": verdict.category.value,
-                            "detail": verdict.detail, "sample": sample_to_dict(item)})
+    read = 0
     validated = build_dir / VALIDATED
     rejects_path = build_dir / "validated.rejects.jsonl"
     summary_path = build_dir / "filter.summary.json"
-    guarded = guard_output(validated, len(kept), force=force, min_share=min_output_share)
+    with StagedFile(validated) as kept, StagedFile(rejects_path) as rejects, \
+            StageProgress("filter conversations", total) as progress:
+        for item in items:
+            read += 1
+            progress.advance()
+            if isinstance(item, Rejected):
+                categories[FilterCategory.FAILED_FORMAT.value] += 1
+                reasons["format.unreadable"] += 1
+                rejects.write_json_line({"id": None, "reason": "format.unreadable", "detail": f"{item.source}: {item.reason}"})
+                continue
+            verdict = static_conversation_verdict(item, settings)
+            if verdict.category is FilterCategory.PASSED:
+                verdict = execution_conversation_verdict(item, environment, settings, verdict)
+            categories[verdict.category.value] += 1
+            if verdict.category is FilterCategory.PASSED:
+                kept.write_json_line(sample_to_dict(item))
+                if verdict.notes:
+                    notes[item.id] = verdict.notes
+            else:
+                reasons[verdict.reason or "rejected"] += 1
+                rejects.write_json_line({"id": item.id, "reason": verdict.reason, "category": verdict.category.value,
+                                         "detail": verdict.detail, "sample": sample_to_dict(item)})
+        guarded = guard_output(validated, kept.lines, force=force, min_share=min_output_share)
+        kept.place(guarded.path(validated))
+        rejects.place(guarded.path(rejects_path))
     counts = {category.value: categories[category.value] for category in FilterCategory
               if category is not FilterCategory.FAILED_SEMANTIC}
-    summary = ConversationFilterSummary(input_name, total, counts, dict(sorted(reasons.items())), len(notes), notes,
+    summary = ConversationFilterSummary(input_name, read, counts, dict(sorted(reasons.items())), len(notes), notes,
                                         {"validated": str(guarded.path(validated)),
                                          "rejects": str(guarded.path(rejects_path)),
                                          "summary": str(guarded.path(summary_path))},
                                         guarded.summary())
-    write_json_lines(guarded.path(validated), (sample_to_dict(sample) for sample in kept))
-    write_json_lines(guarded.path(rejects_path), rejects)
     write_json(guarded.path(summary_path), {"kind": "conversation", **summary.as_dict()}, indent=2)
     guarded.finish()
     return summary
@@ -191,9 +194,10 @@ def run_conversation_filter(pipeline: PipelineConfig, input_file: Path | None = 
                         f"run stage2 or pass --input)")
     if source.resolve() == (pipeline.build_dir / VALIDATED).resolve():
         raise UserError(f"{source}: the filter writes this file; it cannot also read it")
-    items = list(read_samples(source, "fcbench"))
-    samples = [item for item in items if isinstance(item, Sample)]
-    with open_environment(pipeline, samples) as environment:
-        return filter_conversations(items, environment, pipeline.stages.filter, pipeline.build_dir, str(source),
-                                    force=force, min_output_share=pipeline.min_output_share)
+    # a first pass gives the environment its tools; the conversations are read again as they are filtered
+    readable = (item for item in read_samples(source, "fcbench") if isinstance(item, Sample))
+    with open_environment(pipeline, readable) as environment:
+        return filter_conversations(read_samples(source, "fcbench"), environment, pipeline.stages.filter,
+                                    pipeline.build_dir, str(source), force=force,
+                                    min_output_share=pipeline.min_output_share, total=lines_in(source))
 

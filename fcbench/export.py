@@ -15,8 +15,9 @@ buffers at most one record batch (BATCH_ROWS rows / BATCH_CHARS characters) befo
 as a row group, and a shard is closed when it reaches the configured size. Shard names need the
 shard count (`-of-0000N`), which is only known at the end, so shards are written under temporary
 names and renamed; the whole export is built in a temporary folder and swapped in at the end, so
-a crash never leaves a half export and a re-run never leaves stale shards. The copies in other
-formats hold one split in memory at a time, because the format adapters write from a list.
+a crash never leaves a half export and a re-run never leaves stale shards. The canonical copy
+(`fcbench/`) is streamed too; the copies in the other projects' formats hold one split in memory
+at a time, because those adapters write whole files (JSON arrays) from a list.
 
 Determinism: rows keep the input order, splits come from fcbench.splits (seeded hashes), JSON
 cells are dumped the same way every time, and the Parquet writer options are fixed and embed no
@@ -38,22 +39,23 @@ from typing import IO, Any, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import ValidationError
 
 from fcbench.context import VALIDATED
 from fcbench.config import ExportConfig, PipelineConfig
 from fcbench.dataset_card import CardInfo, ProvenanceTally, SplitInfo, render_card
 from fcbench.errors import UserError
 from fcbench.formats import FORMATS, FormatError, FormatOptions, Rejected, read_samples, write_samples
-from fcbench.jsonl import dumps_line, iter_json_lines, write_json
-from fcbench.output_guard import count_lines, guard_counts
-from fcbench.progress import StageProgress
-from fcbench.sample import Sample, sample_from_dict, sample_to_dict
+from fcbench.jsonl import dumps_line, write_json
+from fcbench.output_guard import guard_counts
+from fcbench.progress import StageProgress, lines_in
+from fcbench.sample import Sample, sample_to_dict
 from fcbench.rows import COLUMN_DOCS, PARQUET_SCHEMA, SHAPE_COLUMNS, row_chars, sample_to_row
 from fcbench.splits import assign_split, template_key
-from fcbench.stats import DatasetStats, compute_stats
+from fcbench.stats import DatasetStats
+from fcbench.validated_file import LineReject, cached_stats, file_stats, read_validated
 
 PARQUET = "parquet"
+CANONICAL = "fcbench"  # the canonical JSONL copy: written line by line like the shards
 STAGE_SUMMARIES = ("stage1", "stage2", "stage3", "filter")  # read into the card when present
 
 # A record batch (= one Parquet row group) is flushed at whichever limit comes first. 1000 rows keep
@@ -204,41 +206,6 @@ class ExportSummary:
         }
 
 
-@dataclass
-class _Reject:
-    line_no: int
-    reason: str
-    detail: str
-    raw: Any
-
-    def record(self, source: Path) -> dict[str, Any]:
-        sample_id = self.raw.get("id") if isinstance(self.raw, dict) else None
-        return {"id": sample_id, "reason": self.reason, "detail": self.detail,
-                "source": f"{source}:{self.line_no}", "raw": self.raw}
-
-
-def read_validated(path: Path) -> Iterator[Sample | _Reject]:
-    """The input line by line: a Sample, or a reject with its reason code (never a crash)."""
-    seen_ids: set[str] = set()  # ids only: a few bytes per sample, unlike the samples themselves
-    for line in iter_json_lines(path):
-        if line.error:
-            yield _Reject(line.line_no, "not_json", line.error, None)
-            continue
-        try:
-            sample = sample_from_dict(line.value)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(part) for part in first["loc"]) or "(record)"
-            yield _Reject(line.line_no, "invalid_sample", f"{where}: {first['msg']}", line.value)
-            continue
-        if sample.id in seen_ids:
-            # Two rows with one id would make scores per item ambiguous; the first one is kept.
-            yield _Reject(line.line_no, "duplicate_id", f"id {sample.id!r} already exported", line.value)
-            continue
-        seen_ids.add(sample.id)
-        yield sample
-
-
 def check_formats(formats: list[str]) -> list[str]:
     """The formats to copy the export into (parquet is always written, so it is not one of them)."""
     unknown = [name for name in formats if name != PARQUET and name not in FORMATS]
@@ -285,7 +252,7 @@ class _Exporter:
         with open(self.rejects_tmp, "w", encoding="utf-8") as rejects:
             for item in read_validated(self.source):
                 self.summary.total += 1
-                if isinstance(item, _Reject):
+                if isinstance(item, LineReject):
                     self.reason_counts[item.reason] += 1
                     rejects.write(dumps_line(item.record(self.source)) + "\n")
                     yield Rejected(f"{self.source}:{item.line_no}", item.reason)
@@ -338,9 +305,13 @@ class _Exporter:
             files: list[str] = []
             warnings: list[str] = []
             for split in splits:
-                samples = [item for item in read_samples(self.canonical_dir / f"{split.name}.jsonl", "fcbench")
-                           if isinstance(item, Sample)]
+                canonical = self.canonical_dir / f"{split.name}.jsonl"
                 target, options = format_targets(fmt, split.name, self.work_dir)
+                if fmt == CANONICAL:  # the split's canonical lines are that copy already: streamed, never held
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(canonical, target)
+                    continue
+                samples = [item for item in read_samples(canonical, "fcbench") if isinstance(item, Sample)]
                 try:
                     lines = write_samples(samples, target, fmt, options)
                 except (FormatError, ValueError) as exc:
@@ -355,18 +326,11 @@ class _Exporter:
             shutil.rmtree(self.canonical_dir)
 
 
-def export_stats(source: Path) -> DatasetStats:
-    """The card's statistics of what the export reads: the same items read_validated yields
-    (duplicate ids and bad lines counted as rejects), measured one at a time."""
-    return compute_stats(item if isinstance(item, Sample) else Rejected(f"{source}:{item.line_no}", item.reason)
-                         for item in read_validated(source))
-
-
 def _export_stats_beside(source: Path, parent_pid: int) -> DatasetStats:
-    """`export_stats` in the second process, which ends when its parent does: a forked pool worker
+    """`file_stats` in the second process, which ends when its parent does: a forked pool worker
     holds both ends of its task pipe, so after a kill -9 of the export it would wait forever."""
     _exit_with_parent(parent_pid)
-    return export_stats(source)
+    return file_stats(source)
 
 
 def _exit_with_parent(parent_pid: int, every_s: float = 0.5) -> None:
@@ -379,18 +343,24 @@ def _exit_with_parent(parent_pid: int, every_s: float = 0.5) -> None:
 
 
 class _StatsBeside:
-    """The card's statistics computed in a second process while this one writes the Parquet
-    shards: measuring long-context samples (token counts of every response) costs as much as
-    exporting them, and the two need nothing from each other. Each process reads the file line
-    by line, so memory stays bounded in both. Where no second process can start, or it dies, the
-    statistics are computed here instead (slower, same figures)."""
+    """The card's statistics: read from the statistics cache when this file was measured before
+    (the filter measures what it writes: fcbench.validated_file), else computed in a second
+    process while this one writes the Parquet shards: measuring long-context samples (token
+    counts of every response) costs as much as exporting them, and the two need nothing from each
+    other. Each process reads the file line by line, so memory stays bounded in both. Where no
+    second process can start, or it dies, the statistics are computed here instead (slower, same
+    figures)."""
 
     def __init__(self, source: Path) -> None:
         self.source = source
         self.pool: Any = None
         self.future: Any = None
+        self.known: DatasetStats | None = None
 
     def __enter__(self) -> "_StatsBeside":
+        self.known = cached_stats(self.source)
+        if self.known is not None:
+            return self
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
@@ -404,12 +374,14 @@ class _StatsBeside:
         return self
 
     def result(self) -> DatasetStats:
+        if self.known is not None:
+            return self.known
         if self.future is not None:
             try:
                 return self.future.result()
             except Exception:  # a killed or failed child: the figures are computed here instead
                 pass
-        return export_stats(self.source)
+        return file_stats(self.source)
 
     def __exit__(self, exc_type: Any, *rest: object) -> None:
         if self.pool is None:
@@ -491,7 +463,7 @@ def export_samples(source: Path, paths: ExportPaths, settings: ExportSettings, *
     os.chmod(work_dir, 0o777 & ~_umask())  # mkdtemp's 0700 would hide the export from other users
     exporter = _Exporter(source, settings, work_dir, copy_formats)
     try:
-        with _StatsBeside(source) as card_stats, StageProgress("export", count_lines(source)) as progress:
+        with _StatsBeside(source) as card_stats, StageProgress("export", lines_in(source)) as progress:
             for _ in _counted(exporter.samples(), progress):
                 pass
             stats = card_stats.result()

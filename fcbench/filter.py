@@ -35,6 +35,9 @@ from fcbench.jsonl import dumps_line, parse_json_line, write_json, write_json_li
 from fcbench.output_guard import guard_output
 from fcbench.progress import StageProgress
 from fcbench.sample import Sample, sample_to_dict
+from fcbench.stats import LONG_CONTEXT
+from fcbench.tokens import ENCODING, context_tokens
+from fcbench.validated_file import file_stats
 from fcbench.verdicts import (DECIDE_AGAIN_ON_RERUN, UNDECIDED_SEMANTIC, FilterCategory, Verdict, comparison_of,
                               execution_verdict, static_verdict)
 
@@ -61,6 +64,12 @@ class FilterSummary:
     # fcbench.derivation, read from a response, or marked by the annotator) or that no rule
     # explains; kept vs rejected, and how many values each rule explained
     reasoning: dict[str, Any] = field(default_factory=dict)
+    # tokens of context of the kept samples (fcbench.tokens): counted here, where each sample is
+    # made, so the export's card, the report and `stats` find every count in the token cache
+    context: dict[str, Any] = field(default_factory=dict)
+    # ComplexFuncBench's Table 3 row of the validated file as a whole (fcbench.stats), measured
+    # once here and cached by the file's content for the export's card, the report and `stats`
+    shape: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -194,7 +203,12 @@ def run_filter(items: Iterable[Sample | Rejected], environment: Environment, set
                     journal.add(entry)
                 journal.flush()
                 progress.advance(len(batch))
-        verdicts = [Verdict.from_json(journal.entry(key)["verdict"]) for key in keys]
+        verdicts, kept_tokens = [], []
+        for key in keys:
+            entry = journal.entry(key)
+            verdicts.append(Verdict.from_json(entry["verdict"]))
+            if verdicts[-1].kept:  # (a journal of an older version has no count: made now)
+                kept_tokens.append(entry.get("context_tokens") or context_tokens(Sample.model_validate(entry["sample"])))
         kept = sum(verdict.kept for verdict in verdicts)
         guarded = guard_output(paths.validated, kept, force=force, min_share=min_output_share)
         write_json_lines(guarded.path(paths.validated),
@@ -214,8 +228,10 @@ def run_filter(items: Iterable[Sample | Rejected], environment: Environment, set
         grounding_reported=sum(1 for v in verdicts if v.kept and v.notes),
         grounding_notes={v.id: v.notes for v in verdicts if v.kept and v.notes},
         reasoning=reasoning_summary(verdicts),
+        context=context_summary(kept_tokens),
         outputs={"validated": str(guarded.path(paths.validated)), "rejects": str(guarded.path(paths.rejects))},
         output_guard=guarded.summary(),
+        shape=file_stats(guarded.path(paths.validated)).domains[-1].as_dict(),
     )
     write_json(guarded.path(paths.summary), summary.as_dict(), indent=2)
     paths.journal.unlink(missing_ok=True)  # the outputs now hold every decision
@@ -247,6 +263,11 @@ def reasoning_summary(verdicts: Sequence[Verdict]) -> dict[str, Any]:
         "deferred_rejected": sum(bool(v.deferred) and not v.kept for v in verdicts),
         "values_by_rule": dict(sorted(Counter(d["rule"] for v in verdicts for d in v.derived).items())),
     }
+
+
+def context_summary(tokens: Sequence[int]) -> dict[str, Any]:
+    return {"encoding": ENCODING, "samples": len(tokens), "mean": round(sum(tokens) / len(tokens), 1) if tokens else 0.0,
+            "max": max(tokens, default=0), f"over_{LONG_CONTEXT // 1000}k": sum(count > LONG_CONTEXT for count in tokens)}
 
 
 def _with_derivations(sample: Sample, static: Verdict) -> Sample:
@@ -294,4 +315,7 @@ def _decide_batch(batch: Sequence[tuple[str, Sample | Rejected]], environment: E
             elif detail:  # the judge could not answer: fail closed, and ask again on the next run
                 verdict.category, verdict.reason, verdict.detail = FilterCategory.FAILED_SEMANTIC, UNDECIDED_SEMANTIC, detail
     for key, verdict, kept_sample in decided:
-        yield key, {"key": key, "verdict": verdict.to_json(), "sample": sample_to_dict(kept_sample)}
+        entry = {"key": key, "verdict": verdict.to_json(), "sample": sample_to_dict(kept_sample)}
+        if verdict.kept:
+            entry["context_tokens"] = context_tokens(kept_sample)
+        yield key, entry

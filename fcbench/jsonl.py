@@ -218,26 +218,62 @@ def _default_mode() -> int:
     return 0o666 & ~umask
 
 
+class StagedFile:
+    """A file written as it is made (a stage's lines, one at a time: its memory does not grow with
+    them) to a temporary file beside `target`, put in place whole by `place()`; a run that fails or
+    is killed before that leaves the target untouched.
+
+    A kill -9 leaves `.NAME.<random>.tmp` behind; the next staging of the same file removes it
+    (one writer per file: a stage's outputs are its own)."""
+
+    def __init__(self, target: str | Path) -> None:
+        self.target = Path(target)
+        self.lines = 0
+        self.target.parent.mkdir(parents=True, exist_ok=True)
+        for leftover in self.target.parent.glob(f".{glob.escape(self.target.name)}.*.tmp"):
+            leftover.unlink(missing_ok=True)
+        fd, self._tmp_name = tempfile.mkstemp(prefix=f".{self.target.name}.", suffix=".tmp", dir=self.target.parent)
+        self.handle = os.fdopen(fd, "w", encoding="utf-8")
+        self._placed = False
+
+    def write_line(self, line: str) -> None:
+        self.handle.write(line)
+        self.handle.write("\n")
+        self.lines += 1
+
+    def write_json_line(self, record: Any) -> None:
+        self.write_line(dumps_line(record))
+
+    def place(self, path: str | Path | None = None) -> Path:
+        """fsync, give the mode a plain `open()` would give, and rename over `path` (default: the
+        target; a stage keeping its previous output places the new one beside it instead)."""
+        destination = Path(path) if path is not None else self.target
+        self.handle.flush()
+        os.fsync(self.handle.fileno())
+        self.handle.close()
+        os.chmod(self._tmp_name, _default_mode())
+        os.replace(self._tmp_name, destination)
+        self._placed = True
+        return destination
+
+    def discard(self) -> None:
+        if not self._placed:
+            self.handle.close()
+            Path(self._tmp_name).unlink(missing_ok=True)
+
+    def __enter__(self) -> "StagedFile":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.discard()  # placed already, or failed: nothing of it stays
+
+
 def _atomic_text(path: str | Path, write) -> None:
     """Write a text file atomically: a temporary file beside the target, fsynced, given the mode a
     plain `open()` would give, then renamed over the target."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # A kill -9 between mkstemp and the rename leaves `.NAME.<random>.tmp` behind; the next write of
-    # the same file removes it (one writer per file: a stage's outputs are its own).
-    for leftover in target.parent.glob(f".{glob.escape(target.name)}.*.tmp"):
-        leftover.unlink(missing_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp_name, _default_mode())
-        os.replace(tmp_name, target)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
+    with StagedFile(path) as staged:
+        write(staged.handle)
+        staged.place()
 
 
 def write_text_lines(path: str | Path, lines: Iterable[str]) -> int:
@@ -267,6 +303,67 @@ def write_json_lines(path: str | Path, records: Iterable[Any]) -> int:
 def write_json(path: str | Path, value: Any, *, indent: int | None = None) -> None:
     """Write one JSON document atomically (for formats that are JSON arrays or objects)."""
     write_text(path, json.dumps(value, ensure_ascii=False, indent=indent) + "\n")
+
+
+class JsonListSpool:
+    """The items of one list of a JSON document, written to an unnamed temporary file as they are
+    made and placed into the document by `write_json_with_list`: for a document whose figures,
+    written before the list, are counted over all its items, without holding the items. The file
+    has no name, so a killed run leaves nothing behind."""
+
+    def __init__(self, directory: str | Path | None = None, indent: int = 2) -> None:
+        self.indent = indent
+        self.count = 0
+        self._file = tempfile.TemporaryFile("w+", encoding="utf-8", dir=directory)  # noqa: SIM115 - closed by close()
+
+    def append(self, item: Any) -> None:
+        # the list is a value of the document's top level, so its items sit two levels deep; a JSON
+        # text holds no raw newline inside a string, so indenting every line is exact
+        pad = "\n" + " " * (2 * self.indent)
+        text = json.dumps(item, ensure_ascii=False, indent=self.indent).replace("\n", pad)
+        self._file.write(("," if self.count else "") + pad + text)
+        self.count += 1
+
+    def copy_to(self, handle: Any) -> None:
+        self._file.flush()
+        self._file.seek(0)
+        while chunk := self._file.read(1 << 20):
+            handle.write(chunk)
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> JsonListSpool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def write_json_with_list(path: str | Path, document: dict[str, Any], key: str, spool: JsonListSpool) -> None:
+    """Write `document` atomically with the spooled items as its list `key` (which must be one of
+    its keys, its value ignored): the same bytes as `write_json(path, {... key: items ...},
+    indent=spool.indent)`, the items never all in memory."""
+    if key not in document:
+        raise KeyError(key)
+    indent = spool.indent
+    pad = "\n" + " " * indent
+
+    def write(handle: Any) -> None:
+        handle.write("{")
+        for index, (name, value) in enumerate(document.items()):
+            handle.write(("," if index else "") + pad + json.dumps(name, ensure_ascii=False) + ": ")
+            if name != key:
+                handle.write(json.dumps(value, ensure_ascii=False, indent=indent).replace("\n", pad))
+            elif spool.count:
+                handle.write("[")
+                spool.copy_to(handle)
+                handle.write(pad + "]")
+            else:
+                handle.write("[]")
+        handle.write("\n}\n")
+
+    _atomic_text(path, write)
 
 
 def read_json_or_lines(path: str | Path) -> list[Any]:

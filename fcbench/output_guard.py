@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from fcbench.errors import UserError
+from fcbench.jsonl import StagedFile, write_json
 
 
 class OutputKept(UserError):
@@ -71,3 +72,21 @@ def guard_counts(target: Path, new_samples: int, previous: int | None, *, force:
         guarded.kept_because = (f"the new result has {new_samples} samples, fewer than {min_share:.0%} of the "
                                 f"previous {previous} (pipelines.yaml min_output_share)")
     return guarded
+
+
+def place_guarded(samples: StagedFile, rejects: StagedFile, *, force: bool, min_share: float) -> GuardedOutputs:
+    """Put a streamed stage's samples and rejects in place, or beside the previous output it keeps."""
+    guarded = guard_output(samples.target, samples.lines, force=force, min_share=min_share)
+    samples.place(guarded.path(samples.target))
+    rejects.place(guarded.path(rejects.target))
+    return guarded
+
+
+def finish_summary(guarded: GuardedOutputs, summary: dict[str, Any], outputs: dict[str, Path], summary_path: Path) -> None:
+    """Write a stage's summary (where its files went, what it replaced), then stop the command
+    (exit 1) if the previous output was kept."""
+    summary["outputs"] = {**{name: str(guarded.path(path)) for name, path in outputs.items()},
+                          "summary": str(guarded.path(summary_path))}
+    summary["output_guard"] = guarded.summary()
+    write_json(guarded.path(summary_path), summary, indent=2)
+    guarded.finish()

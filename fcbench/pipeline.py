@@ -45,7 +45,7 @@ def run_filter_stage(pipeline: PipelineConfig, input_file: Path | None = None, o
     paths = FilterPaths.in_dir(pipeline.build_dir)
     if source.resolve() in (paths.validated.resolve(), paths.rejects.resolve()):
         raise UserError(f"{source}: the filter writes this file; it cannot also read it (give the candidates)")
-    from fcbench.output_guard import count_lines
+    from fcbench.progress import lines_in
 
     # Streamed: the candidates are read in bounded batches (memory does not grow with their size);
     # a pipeline without a catalog takes its tools from the samples, in a pass of their own.
@@ -53,7 +53,7 @@ def run_filter_stage(pipeline: PipelineConfig, input_file: Path | None = None, o
     with open_environment(pipeline, samples) as environment:
         return run_filter(read_samples(source, "fcbench"), environment, pipeline.stages.filter, paths, str(source),
                           semantic_check=_semantic_check(pipeline, offline), force=force,
-                          min_output_share=pipeline.min_output_share, total=count_lines(source))
+                          min_output_share=pipeline.min_output_share, total=lines_in(source))
 
 
 def _semantic_check(pipeline: PipelineConfig, offline: bool):

@@ -77,6 +77,19 @@ class StageProgress:
             self._bar.stop()
 
 
+def lines_in(path: str | os.PathLike[str]) -> int:
+    """About how many lines a file holds, for a progress total: newlines counted in 1 MiB chunks,
+    nothing parsed (a few hundredths of a second for 100 MB, where reading the lines costs ten times
+    that; blank lines are counted too, which a progress bar does not mind)."""
+    count = 0
+    last = b"\n"
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            count += chunk.count(b"\n")
+            last = chunk[-1:]
+    return count + (last != b"\n")  # a last line without its newline
+
+
 async def progress_of(work: Awaitable[T], progress: StageProgress) -> T:
     """Await one item of a stage run concurrently (asyncio.gather) and count it when it is done."""
     result = await work

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Iterator, TypeVar
 
 from fcbench.config import PipelineConfig
 
@@ -33,3 +33,19 @@ def parse_query(completion: Any) -> str:
     if not isinstance(query, str) or not query.strip():
         raise ParseError("expected an object with a non-empty string 'query'")
     return query.strip()
+
+
+T = TypeVar("T")
+
+
+def in_windows(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """`items` in consecutive lists of `size` (the last may be shorter), read only as needed: a
+    stage works on one window at a time, concurrently within it, and writes it in order."""
+    window: list[T] = []
+    for item in items:
+        window.append(item)
+        if len(window) == size:
+            yield window
+            window = []
+    if window:
+        yield window

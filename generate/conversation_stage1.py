@@ -31,6 +31,7 @@ from fcbench.errors import UserError
 from fcbench.jsonl import write_json, write_json_lines
 from fcbench.llm.prompts import PromptFile
 from fcbench.output_guard import guard_output
+from fcbench.progress import StageProgress
 from fcbench.sample import Provenance, Sample, Tool, sample_to_dict
 from fcbench.validate import validate_record
 from generate.common import value_pools_path
@@ -160,37 +161,45 @@ def _draft_all(pipeline: PipelineConfig, scenarios: list[Scenario], tools: list[
 
 def _draft_offline(pipeline: PipelineConfig, scenarios: Sequence[Scenario], tools: list[Tool], graph: Any,
                    pools: ValuePools, environment: Environment) -> list[Sample | dict[str, Any]]:
-    settings = pipeline.conversation
-    assert settings is not None
     phrases_file = PromptFile.load(DEFAULT_PHRASES, pipeline.resolve("."))
     phrases = PhraseBook.parse(phrases_file.text)
     outcomes: list[Sample | dict[str, Any]] = []
-    for scenario in scenarios:
-        offered = offered_tools(scenario, tools)
-        failures: Counter[str] = Counter()
-        outcome: Sample | dict[str, Any] | None = None
-        last = SimulationFailed("no_executable_plan", "no attempt")
-        for attempt in range(ATTEMPTS):
-            seed = f"{pipeline.seed}:conversation:{scenario.id}:{attempt}"
-            try:
-                plan = plan_for(scenario, graph, pools, phrases, environment, offered, seed,
-                                pipeline.stages.stage1.max_steps)
-                drafted = simulate(scenario, plan, environment, seed, settings.max_turns)
-            except SimulationFailed as exc:
-                failures[exc.reason] += 1
-                last = exc
-                if exc.reason in ("offline_unsupported", "turn_cap"):
-                    break  # another plan does not change this
-                continue
-            provenance = Provenance(stage="stage1", model=RULE_BASED, prompt_file=phrases_file.shown_as,
-                                    prompt_hash=phrases_file.sha256, seed=pipeline.seed,
-                                    sampled_tools=[tool.name for tool in offered])
-            outcome = conversation_sample(scenario.id, scenario, drafted.messages, offered, provenance,
-                                          drafted.failed_calls, {"attempts": attempt + 1, "plan_query": drafted.plan_query})
-            break
-        if outcome is None:
-            outcome = {"id": scenario.id, "reason": f"stage1.{last.reason}", "detail": last.detail,
-                       "attempts": sum(failures.values()), "problems": dict(sorted(failures.items())),
-                       "scenario": scenario.model_dump(mode="json")}
-        outcomes.append(outcome)
+    with StageProgress("stage1 conversations", len(scenarios)) as progress:
+        for scenario in scenarios:
+            outcomes.append(_draft_one_offline(pipeline, scenario, tools, graph, pools, environment, phrases, phrases_file))
+            progress.advance()
     return outcomes
+
+
+def _draft_one_offline(pipeline: PipelineConfig, scenario: Scenario, tools: list[Tool], graph: Any, pools: ValuePools,
+                       environment: Environment, phrases: PhraseBook, phrases_file: PromptFile) -> Sample | dict[str, Any]:
+    """One scenario played by the rule-based user and agent, or why it could not be."""
+    settings = pipeline.conversation
+    assert settings is not None
+    offered = offered_tools(scenario, tools)
+    failures: Counter[str] = Counter()
+    outcome: Sample | dict[str, Any] | None = None
+    last = SimulationFailed("no_executable_plan", "no attempt")
+    for attempt in range(ATTEMPTS):
+        seed = f"{pipeline.seed}:conversation:{scenario.id}:{attempt}"
+        try:
+            plan = plan_for(scenario, graph, pools, phrases, environment, offered, seed,
+                            pipeline.stages.stage1.max_steps)
+            drafted = simulate(scenario, plan, environment, seed, settings.max_turns)
+        except SimulationFailed as exc:
+            failures[exc.reason] += 1
+            last = exc
+            if exc.reason in ("offline_unsupported", "turn_cap"):
+                break  # another plan does not change this
+            continue
+        provenance = Provenance(stage="stage1", model=RULE_BASED, prompt_file=phrases_file.shown_as,
+                                prompt_hash=phrases_file.sha256, seed=pipeline.seed,
+                                sampled_tools=[tool.name for tool in offered])
+        outcome = conversation_sample(scenario.id, scenario, drafted.messages, offered, provenance,
+                                      drafted.failed_calls, {"attempts": attempt + 1, "plan_query": drafted.plan_query})
+        break
+    if outcome is None:
+        outcome = {"id": scenario.id, "reason": f"stage1.{last.reason}", "detail": last.detail,
+                   "attempts": sum(failures.values()), "problems": dict(sorted(failures.items())),
+                   "scenario": scenario.model_dump(mode="json")}
+    return outcome

@@ -21,7 +21,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from fcbench.catalog.openai import openai_tool_param
 from fcbench.config import PipelineConfig
@@ -30,16 +30,17 @@ from fcbench.context import DRAFTS, pipeline_catalog
 from fcbench.environments import Environment
 from fcbench.errors import UserError
 from fcbench.json_values import json_leaves_with_paths
-from fcbench.jsonl import write_json, write_json_lines
+from fcbench.formats import read_samples
+from fcbench.jsonl import StagedFile, iter_json_lines
 from fcbench.llm.prompts import PromptFile
-from fcbench.output_guard import guard_output
+from fcbench.output_guard import finish_summary, place_guarded
 from fcbench.progress import StageProgress, progress_of
 from fcbench.references import format_reference
 from fcbench.sample import Call, Provenance, Sample, Tool, path_shape, sample_to_dict
 from fcbench.validate import validate_record
 from generate.graph_sampler import (DEFAULT_PHRASES, DraftRequest, FeedGraph, PhraseBook, PlanFailed, ToolSubset,
                                     build_feed_graph, cross_domain_flags, propose_draft, sample_tool_subset, tool_domain)
-from generate.common import PROMPTS, parse_query, value_pools_path
+from generate.common import PROMPTS, in_windows, parse_query, value_pools_path
 from generate.slots import ValuePools, load_value_pools
 
 QUERY_PROMPT = PROMPTS / "stage1_query.txt"
@@ -47,6 +48,7 @@ SOLVE_PROMPT = PROMPTS / "stage1_solve.txt"
 PICK_RULES = "pick_rules.json"  # beside the tools: how a constraint may pick an entry (fcbench.constraints)
 GRAPH_SAMPLER = "graph-sampler"
 MAX_ATTEMPTS = 24  # offline tries per draft (a plan may pick places a tool refuses together)
+WINDOW_DRAFTS = 64  # drafts made concurrently with an LLM (at least 4x its parallelism)
 
 
 # ----------------------------------------------------------------------------------- files
@@ -63,9 +65,19 @@ class Stage1Paths:
 
 @dataclass
 class Stage1Result:
-    drafts: list[Sample]
-    rejects: list[dict[str, Any]]
+    """What a run wrote: the drafts stay on disk, read back on demand."""
+
+    drafts_path: Path
+    rejects_path: Path
     summary: dict[str, Any]
+
+    @property
+    def drafts(self) -> list[Sample]:
+        return [item for item in read_samples(self.drafts_path, "fcbench") if isinstance(item, Sample)]
+
+    @property
+    def rejects(self) -> list[dict[str, Any]]:
+        return [line.value for line in iter_json_lines(self.rejects_path) if line.error is None]
 
 
 @dataclass
@@ -79,28 +91,57 @@ class _Reject(Exception):
 def run_stage1(pipeline: PipelineConfig, offline: bool = False, environment: Environment | None = None,
                force: bool = False) -> Stage1Result:
     """Generate the drafts and write the stage files. `environment`: an open one (tests), else the pipeline's.
-    A result much smaller than the previous drafts keeps them (fcbench.output_guard) unless `force`."""
+    A result much smaller than the previous drafts keeps them (fcbench.output_guard) unless `force`.
+    Streams: each draft is written as it is made, so memory does not grow with `queries`."""
     tools = _catalog(pipeline)
     use_llm = not (offline or pipeline.stages.stage1.offline or pipeline.llm is None)
     pools = _value_pools(pipeline, required=not use_llm)
     graph = build_feed_graph(tools, pools)
-    if environment is None:
-        from fcbench.environments.from_config import open_environment
-
-        with open_environment(pipeline, []) as opened:
-            result = _generate(pipeline, tools, graph, pools, opened, use_llm)
-    else:
-        result = _generate(pipeline, tools, graph, pools, environment, use_llm)
     paths = Stage1Paths.in_dir(pipeline.build_dir)
-    guarded = guard_output(paths.drafts, len(result.drafts), force=force, min_share=pipeline.min_output_share)
-    write_json_lines(guarded.path(paths.drafts), (sample_to_dict(draft) for draft in result.drafts))
-    write_json_lines(guarded.path(paths.rejects), result.rejects)
-    result.summary["outputs"] = {"drafts": str(guarded.path(paths.drafts)), "rejects": str(guarded.path(paths.rejects)),
-                                 "summary": str(guarded.path(paths.summary))}
-    result.summary["output_guard"] = guarded.summary()
-    write_json(guarded.path(paths.summary), result.summary, indent=2)
-    guarded.finish()
-    return result
+    with StagedFile(paths.drafts) as drafts, StagedFile(paths.rejects) as rejects:
+        written = _Written(drafts, rejects)
+        if environment is None:
+            from fcbench.environments.from_config import open_environment
+
+            with open_environment(pipeline, []) as opened:
+                generator, llm_summary = _generate(pipeline, tools, graph, pools, opened, use_llm, written)
+        else:
+            generator, llm_summary = _generate(pipeline, tools, graph, pools, environment, use_llm, written)
+        guarded = place_guarded(drafts, rejects, force=force, min_share=pipeline.min_output_share)
+    summary = _summary(pipeline, written, generator, use_llm, llm_summary)
+    finish_summary(guarded, summary, {"drafts": paths.drafts, "rejects": paths.rejects}, paths.summary)
+    return Stage1Result(guarded.path(paths.drafts), guarded.path(paths.rejects), summary)
+
+
+@dataclass
+class _Written:
+    """The stage's output files as they are written, and the counts its summary needs."""
+
+    drafts: StagedFile
+    rejects: StagedFile
+    cross_domain: int = 0
+    calls: int = 0
+    difficulty: Counter[str] = field(default_factory=Counter)
+    reasons: Counter[str] = field(default_factory=Counter)
+
+    def add(self, outcome: Sample | dict[str, Any] | None) -> None:
+        """A draft (written when valid, else a reject), a reject, or None (no draft to make)."""
+        if isinstance(outcome, Sample):
+            problems = validate_record(sample_to_dict(outcome))
+            if problems:
+                outcome = {"id": outcome.id, "reason": "stage1.invalid_draft",
+                           "detail": "; ".join(f"{where}: {message}" for where, message in problems[:3]),
+                           "sample": sample_to_dict(outcome)}
+            else:
+                self.drafts.write_json_line(sample_to_dict(outcome))
+                shape = path_shape(outcome)
+                self.cross_domain += bool(outcome.meta.get("stage1", {}).get("cross_domain"))
+                self.calls += shape.n_calls
+                self.difficulty[shape.difficulty.value] += 1
+                return
+        if outcome is not None:
+            self.rejects.write_json_line(outcome)
+            self.reasons[outcome["reason"]] += 1
 
 
 def _catalog(pipeline: PipelineConfig) -> list[Tool]:
@@ -127,67 +168,53 @@ def phrases_path(pipeline: PipelineConfig) -> Path:
 
 
 def _generate(pipeline: PipelineConfig, tools: list[Tool], graph: FeedGraph, pools: ValuePools,
-              environment: Environment, use_llm: bool) -> Stage1Result:
-    settings = pipeline.stages.stage1
-    flags = cross_domain_flags(settings.queries, settings.cross_domain_ratio, pipeline.seed)
-    subsets: list[ToolSubset | None] = []
-    subset_rejects: dict[int, dict[str, Any]] = {}
-    for index, cross in enumerate(flags):
-        try:
-            subsets.append(sample_tool_subset(index, cross, graph, settings.tool_subset_sizes, pipeline.seed,
-                                              plannable_only=not use_llm, chain_bias=settings.chain_bias))
-        except PlanFailed as exc:
-            subsets.append(None)
-            subset_rejects[index] = {"id": draft_id(pipeline, index), "reason": "stage1.no_tool_subset", "detail": str(exc)}
+              environment: Environment, use_llm: bool, written: _Written) -> tuple[str, dict[str, Any] | None]:
+    """Make every draft into `written`; returns who generated them and the LLM's summary."""
+    subsets = _subsets(pipeline, graph, use_llm)
     if use_llm:
-        outcomes, llm_summary = _run_llm(pipeline, tools, subsets, environment)
-        generator = pipeline.llm.model if pipeline.llm else ""
-    else:
-        outcomes, llm_summary = _run_offline(pipeline, tools, graph, pools, subsets, environment), None
-        generator = GRAPH_SAMPLER
-    drafts, rejects = [], []
-    for index, outcome in enumerate(outcomes):
-        if index in subset_rejects:
-            rejects.append(subset_rejects[index])
-        elif isinstance(outcome, Sample):
-            problems = validate_record(sample_to_dict(outcome))
-            if problems:
-                rejects.append({"id": outcome.id, "reason": "stage1.invalid_draft",
-                                "detail": "; ".join(f"{where}: {message}" for where, message in problems[:3]),
-                                "sample": sample_to_dict(outcome)})
-            else:
-                drafts.append(outcome)
-        elif outcome is not None:
-            rejects.append(outcome)
-    return Stage1Result(drafts, rejects, _summary(pipeline, drafts, rejects, generator, use_llm, llm_summary))
+        return (pipeline.llm.model if pipeline.llm else ""), _run_llm(pipeline, tools, subsets, environment, written)
+    _run_offline(pipeline, tools, graph, pools, subsets, environment, written)
+    return GRAPH_SAMPLER, None
+
+
+# The tool subset of each draft, or the reason none could be sampled, made as the drafts are.
+SubsetOrReject = tuple[int, "ToolSubset | dict[str, Any]"]
+
+
+def _subsets(pipeline: PipelineConfig, graph: FeedGraph, use_llm: bool) -> Iterator[SubsetOrReject]:
+    settings = pipeline.stages.stage1
+    for index, cross in enumerate(cross_domain_flags(settings.queries, settings.cross_domain_ratio, pipeline.seed)):
+        try:
+            yield index, sample_tool_subset(index, cross, graph, settings.tool_subset_sizes, pipeline.seed,
+                                            plannable_only=not use_llm, chain_bias=settings.chain_bias)
+        except PlanFailed as exc:
+            yield index, {"id": draft_id(pipeline, index), "reason": "stage1.no_tool_subset", "detail": str(exc)}
 
 
 def draft_id(pipeline: PipelineConfig, index: int) -> str:
     return f"{pipeline.name}-draft-{index + 1:04d}"
 
 
-def _summary(pipeline: PipelineConfig, drafts: Sequence[Sample], rejects: Sequence[dict[str, Any]], generator: str,
-             use_llm: bool, llm_summary: dict[str, Any] | None) -> dict[str, Any]:
-    shapes = [path_shape(draft) for draft in drafts]
+def _summary(pipeline: PipelineConfig, written: _Written, generator: str, use_llm: bool,
+             llm_summary: dict[str, Any] | None) -> dict[str, Any]:
     return {
         "pipeline": pipeline.name,
         "mode": "llm" if use_llm else "offline",
         "generator": generator,
         "seed": pipeline.seed,
         "requested": pipeline.stages.stage1.queries,
-        "counts": {"drafts": len(drafts), "rejected": len(rejects),
-                   "cross_domain": sum(bool(d.meta.get("stage1", {}).get("cross_domain")) for d in drafts),
-                   "nested": sum(shape.difficulty.value == "nested" for shape in shapes),
-                   "calls": sum(shape.n_calls for shape in shapes)},
-        "difficulty": dict(sorted(Counter(shape.difficulty.value for shape in shapes).items())),
-        "reasons": dict(sorted(Counter(reject["reason"] for reject in rejects).items())),
+        "counts": {"drafts": written.drafts.lines, "rejected": written.rejects.lines,
+                   "cross_domain": written.cross_domain, "nested": written.difficulty["nested"],
+                   "calls": written.calls},
+        "difficulty": dict(sorted(written.difficulty.items())),
+        "reasons": dict(sorted(written.reasons.items())),
         "llm": llm_summary,
     }
 
 
 # ------------------------------------------------------------------------------ offline path
 def _run_offline(pipeline: PipelineConfig, tools: list[Tool], graph: FeedGraph, pools: ValuePools,
-                 subsets: Sequence[ToolSubset | None], environment: Environment) -> list[Sample | dict[str, Any] | None]:
+                 subsets: Iterator[SubsetOrReject], environment: Environment, written: _Written) -> None:
     phrases_file = PromptFile.load(phrases_path(pipeline), pipeline.resolve("."))
     phrases = PhraseBook.parse(phrases_file.text)
     try:
@@ -197,23 +224,20 @@ def _run_offline(pipeline: PipelineConfig, tools: list[Tool], graph: FeedGraph, 
     max_steps = pipeline.stages.stage1.max_steps
     journeys: dict[str, bool] = {}
     seen_queries: set[str] = set()
-    outcomes: list[Sample | dict[str, Any] | None] = []
-    with StageProgress("stage1 drafts", len(subsets)) as progress:
-        for index, subset in enumerate(subsets):
-            outcomes.append(_offline_outcome(pipeline, index, subset, tools, graph, pools, phrases, phrases_file,
-                                             environment, max_steps, journeys, seen_queries, picks))
+    with StageProgress("stage1 drafts", pipeline.stages.stage1.queries) as progress:
+        for index, subset in subsets:
+            written.add(subset if isinstance(subset, dict) else
+                        _offline_outcome(pipeline, index, subset, tools, graph, pools, phrases, phrases_file,
+                                         environment, max_steps, journeys, seen_queries, picks))
             progress.advance()
-    return outcomes
 
 
-def _offline_outcome(pipeline: PipelineConfig, index: int, subset: ToolSubset | None, tools: list[Tool], graph: FeedGraph,
+def _offline_outcome(pipeline: PipelineConfig, index: int, subset: ToolSubset, tools: list[Tool], graph: FeedGraph,
                      pools: ValuePools, phrases: PhraseBook, phrases_file: PromptFile, environment: Environment,
                      max_steps: int, journeys: dict[str, bool], seen_queries: set[str],
-                     picks: Mapping[str, PickSpec] | None = None) -> Sample | dict[str, Any] | None:
-    """One draft by the graph sampler (None for a subset that could not be sampled); `journeys`
-    and `seen_queries` carry what earlier drafts used, so drafts do not repeat each other."""
-    if subset is None:
-        return None
+                     picks: Mapping[str, PickSpec] | None = None) -> Sample | dict[str, Any]:
+    """One draft by the graph sampler, or why none could be made; `journeys` and `seen_queries`
+    carry what earlier drafts used, so drafts do not repeat each other."""
     offered = [tool for tool in tools if tool.name in subset.tools]
     failures: Counter[str] = Counter()
     for attempt in range(MAX_ATTEMPTS):
@@ -259,8 +283,8 @@ def _offline_sample(pipeline: PipelineConfig, index: int, subset: ToolSubset, of
 
 
 # ---------------------------------------------------------------------------------- LLM path
-def _run_llm(pipeline: PipelineConfig, tools: list[Tool], subsets: Sequence[ToolSubset | None],
-             environment: Environment) -> tuple[list[Sample | dict[str, Any] | None], dict[str, Any]]:
+def _run_llm(pipeline: PipelineConfig, tools: list[Tool], subsets: Iterator[SubsetOrReject],
+             environment: Environment, written: _Written) -> dict[str, Any]:
     from fcbench.llm.cache import LLM_CACHE_FILE, RequestCache
     from fcbench.llm.client import LLMClient
 
@@ -268,27 +292,26 @@ def _run_llm(pipeline: PipelineConfig, tools: list[Tool], subsets: Sequence[Tool
     prompts = (PromptFile.load(QUERY_PROMPT, base), PromptFile.load(SOLVE_PROMPT, base))
     assert pipeline.llm is not None  # checked by the caller
 
-    async def run_all() -> tuple[list[Sample | dict[str, Any] | None], dict[str, Any]]:
+    async def draft(drafter: LLMDrafter, index: int, subset: ToolSubset | dict[str, Any]) -> Sample | dict[str, Any] | None:
+        return subset if isinstance(subset, dict) else await drafter.draft(index, subset, tools)
+
+    async def run_all() -> dict[str, Any]:
         cache = RequestCache(pipeline.build_dir / LLM_CACHE_FILE)
         try:
             async with LLMClient(pipeline.llm, cache, jitter_seed=pipeline.seed) as client:
                 drafter = LLMDrafter(pipeline, client, environment, prompts)
-                with StageProgress("stage1 drafts", len(subsets)) as progress:
-                    results = await asyncio.gather(*(progress_of(drafter.draft(index, subset, tools), progress)
-                                                     if subset is not None else _none()
-                                                     for index, subset in enumerate(subsets)))
-                return list(results), client.summary()
+                # drafts go in windows: their requests run concurrently, and each window's drafts
+                # are written in order before the next window's subsets are sampled
+                with StageProgress("stage1 drafts", pipeline.stages.stage1.queries) as progress:
+                    for window in in_windows(subsets, max(WINDOW_DRAFTS, 4 * client.parallelism)):
+                        for outcome in await asyncio.gather(*(progress_of(draft(drafter, index, subset), progress)
+                                                              for index, subset in window)):
+                            written.add(outcome)
+                return client.summary()
         finally:
             cache.close()
 
     return asyncio.run(run_all())
-
-
-async def _none() -> None:
-    return None
-
-
-
 
 
 @dataclass

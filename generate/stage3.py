@@ -28,7 +28,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from fcbench.context import CANDIDATES, TEMPLATES
 from fcbench.catalog.openai import openai_tool_param
@@ -39,19 +39,20 @@ from fcbench.errors import UserError
 from fcbench.execution import execute_gold_path
 from fcbench.verdicts import static_verdict
 from fcbench.formats import Rejected, read_samples
-from fcbench.jsonl import write_json, write_json_lines
+from fcbench.jsonl import StagedFile, iter_json_lines
 from fcbench.references import parse_reference
 from fcbench.sample import Call, Provenance, Sample, sample_to_dict
 from generate.slots import ValuePools, load_value_pools, slot_value_problem, substitute_slots, user_query
 from fcbench.llm.prompts import PromptFile
-from fcbench.output_guard import guard_output
-from fcbench.progress import StageProgress, progress_of
-from generate.common import PROMPTS, parse_query, value_pools_path
+from fcbench.output_guard import finish_summary, place_guarded
+from fcbench.progress import StageProgress, lines_in, progress_of
+from generate.common import PROMPTS, in_windows, parse_query, value_pools_path
 
 REWRITE_PROMPT = PROMPTS / "stage3_rewrite.txt"
 FILL_PROMPT = PROMPTS / "stage3_fill.txt"
 SLOT_SUBSTITUTION = "slot-substitution"
 MAX_DRAWS = 12  # slot draws per variant before it is given up
+WINDOW_TEMPLATES = 32  # templates generalized concurrently with an LLM (at least 4x its parallelism)
 
 
 @dataclass(frozen=True)
@@ -67,9 +68,20 @@ class Stage3Paths:
 
 @dataclass
 class Stage3Result:
-    candidates: list[Sample]
-    rejects: list[dict[str, Any]]
+    """What a run wrote: the candidates stay on disk (they hold every executed response, the
+    largest data of a build), read back on demand."""
+
+    candidates_path: Path
+    rejects_path: Path
     summary: dict[str, Any]
+
+    @property
+    def candidates(self) -> list[Sample]:
+        return [item for item in read_samples(self.candidates_path, "fcbench") if isinstance(item, Sample)]
+
+    @property
+    def rejects(self) -> list[dict[str, Any]]:
+        return [line.value for line in iter_json_lines(self.rejects_path) if line.error is None]
 
 
 class VariantRejected(Exception):
@@ -247,14 +259,12 @@ def templates_path(pipeline: PipelineConfig, from_file: Path | None) -> Path:
 
 def run_stage3(pipeline: PipelineConfig, offline: bool = False, from_file: Path | None = None,
                environment: Environment | None = None, force: bool = False) -> Stage3Result:
+    """Streams: templates are read one at a time and each template's variants are written as
+    they are made, so memory holds one template's variants, not the build's candidates."""
     source = templates_path(pipeline, from_file)
     paths = Stage3Paths.in_dir(pipeline.build_dir)
     if source.resolve() in (paths.candidates.resolve(), paths.rejects.resolve()):
         raise UserError(f"{source}: stage3 writes this file; it cannot also read it (give the templates)")
-    items = list(read_samples(source, "fcbench"))
-    templates = [item for item in items if isinstance(item, Sample)]
-    unreadable = [{"id": str(item.source), "reason": "stage3.unreadable_template", "detail": item.reason, "raw": item.raw}
-                  for item in items if isinstance(item, Rejected)]
     settings = pipeline.stages.stage3
     use_llm = pipeline.llm is not None and not offline
     pools_file = value_pools_path(pipeline)
@@ -271,57 +281,86 @@ def run_stage3(pipeline: PipelineConfig, offline: bool = False, from_file: Path 
     if fill != settings.fill:
         pipeline = pipeline.model_copy(deep=True)
         pipeline.stages.stage3.fill = fill
-    if environment is None and fill != "annotators":
-        from fcbench.environments.from_config import open_environment
+    with StagedFile(paths.candidates) as candidates, StagedFile(paths.rejects) as rejects:
+        written = _Written(candidates, rejects)
+        templates = written.templates_of(source)
+        if environment is None and fill != "annotators":
+            from fcbench.environments.from_config import open_environment
 
-        with open_environment(pipeline, templates) as opened:
-            outcome, llm_summary = _generate(pipeline, templates, pools, opened, use_llm)
-    else:
-        outcome, llm_summary = _generate(pipeline, templates, pools, environment, use_llm)
-    outcome.rejects = unreadable + outcome.rejects
-    guarded = guard_output(paths.candidates, len(outcome.candidates), force=force, min_share=pipeline.min_output_share)
-    write_json_lines(guarded.path(paths.candidates), (sample_to_dict(candidate) for candidate in outcome.candidates))
-    write_json_lines(guarded.path(paths.rejects), outcome.rejects)
-    summary = _summary(pipeline, source, templates, outcome, use_llm, llm_summary)
-    summary["outputs"] = {"candidates": str(guarded.path(paths.candidates)), "rejects": str(guarded.path(paths.rejects)),
-                          "summary": str(guarded.path(paths.summary))}
-    summary["output_guard"] = guarded.summary()
-    write_json(guarded.path(paths.summary), summary, indent=2)
-    guarded.finish()
-    return Stage3Result(outcome.candidates, outcome.rejects, summary)
+            # a first pass over the file gives the environment its tools: the templates are read again below
+            readable = (item for item in read_samples(source, "fcbench") if isinstance(item, Sample))
+            with open_environment(pipeline, readable) as opened:
+                llm_summary = _generate(pipeline, templates, lines_in(source), pools, opened, use_llm, written)
+        else:
+            llm_summary = _generate(pipeline, templates, lines_in(source), pools, environment, use_llm, written)
+        guarded = place_guarded(candidates, rejects, force=force, min_share=pipeline.min_output_share)
+    summary = _summary(pipeline, source, written, use_llm, llm_summary)
+    finish_summary(guarded, summary, {"candidates": paths.candidates, "rejects": paths.rejects}, paths.summary)
+    return Stage3Result(guarded.path(paths.candidates), guarded.path(paths.rejects), summary)
 
 
-def _generate(pipeline: PipelineConfig, templates: list[Sample], pools: ValuePools | None,
-              environment: Environment | None, use_llm: bool) -> tuple[_Outcome, dict[str, Any] | None]:
+@dataclass
+class _Written:
+    """The stage's output files as they are written, and the counts its summary needs."""
+
+    candidates: StagedFile
+    rejects: StagedFile
+    templates: int = 0
+    per_template: Counter[str] = field(default_factory=Counter)
+    needs_arguments: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+
+    def templates_of(self, source: Path) -> Iterator[Sample]:
+        """The readable templates of `source`, one at a time; an unreadable line is a reject."""
+        for item in read_samples(source, "fcbench"):
+            if isinstance(item, Rejected):
+                self.reject({"id": str(item.source), "reason": "stage3.unreadable_template", "detail": item.reason,
+                             "raw": item.raw})
+            else:
+                self.templates += 1
+                yield item
+
+    def reject(self, record: dict[str, Any]) -> None:
+        self.rejects.write_json_line(record)
+        self.reasons[record["reason"]] += 1
+
+    def add(self, outcome: _Outcome) -> None:
+        for candidate in outcome.candidates:
+            self.candidates.write_json_line(sample_to_dict(candidate))
+            self.per_template[candidate.provenance.parent_id or ""] += 1
+            self.needs_arguments += bool(candidate.meta.get("stage3", {}).get("needs_arguments"))
+        for record in outcome.rejects:
+            self.reject(record)
+
+
+def _generate(pipeline: PipelineConfig, templates: Iterable[Sample], total: int, pools: ValuePools | None,
+              environment: Environment | None, use_llm: bool, written: _Written) -> dict[str, Any] | None:
     settings = pipeline.stages.stage3
     if use_llm and settings.fill in ("llm", "annotators"):
-        return _run_llm(pipeline, templates, pools, environment)
+        return _run_llm(pipeline, templates, total, pools, environment, written)
     assert pools is not None  # checked by run_stage3
-    total = _Outcome()
-    with StageProgress("stage3 templates", len(templates)) as progress:
+    with StageProgress("stage3 templates", total) as progress:
         for template in templates:
-            outcome = slot_variants(template, pools, settings.variants, pipeline.seed, settings.fill,
-                                    environment, pipeline.stages.filter)  # type: ignore[arg-type]
-            total.candidates += outcome.candidates
-            total.rejects += outcome.rejects
+            written.add(slot_variants(template, pools, settings.variants, pipeline.seed, settings.fill,
+                                      environment, pipeline.stages.filter))  # type: ignore[arg-type]
             progress.advance()
-    return total, None
+    return None
 
 
-def _summary(pipeline: PipelineConfig, source: Path, templates: Sequence[Sample], outcome: _Outcome, use_llm: bool,
+def _summary(pipeline: PipelineConfig, source: Path, written: _Written, use_llm: bool,
              llm_summary: dict[str, Any] | None) -> dict[str, Any]:
     settings = pipeline.stages.stage3
-    per_template = Counter(candidate.provenance.parent_id for candidate in outcome.candidates)
     return {
         "pipeline": pipeline.name,
         "input": str(source),
         "fill": settings.fill,
         "rewrite": "llm" if use_llm and settings.fill != "slots" else SLOT_SUBSTITUTION,
         "variants_per_template": settings.variants,
-        "counts": {"templates": len(templates), "candidates": len(outcome.candidates), "rejected": len(outcome.rejects),
-                   "templates_with_all_variants": sum(per_template[t.id] == settings.variants for t in templates),
-                   "needs_arguments": sum(bool(c.meta.get("stage3", {}).get("needs_arguments")) for c in outcome.candidates)},
-        "reasons": dict(sorted(Counter(reject["reason"] for reject in outcome.rejects).items())),
+        "counts": {"templates": written.templates, "candidates": written.candidates.lines,
+                   "rejected": written.rejects.lines,
+                   "templates_with_all_variants": sum(count == settings.variants for count in written.per_template.values()),
+                   "needs_arguments": written.needs_arguments},
+        "reasons": dict(sorted(written.reasons.items())),
         "llm": llm_summary,
     }
 
@@ -424,8 +463,8 @@ class LLMGeneralizer:
         return make_variant(template, number, query, calls, self.client.config.model, self.pipeline.seed, meta, self.fill)
 
 
-def _run_llm(pipeline: PipelineConfig, templates: list[Sample], pools: ValuePools | None,
-             environment: Environment | None) -> tuple[_Outcome, dict[str, Any]]:
+def _run_llm(pipeline: PipelineConfig, templates: Iterable[Sample], total: int, pools: ValuePools | None,
+             environment: Environment | None, written: _Written) -> dict[str, Any]:
     from fcbench.llm.cache import LLM_CACHE_FILE, RequestCache
     from fcbench.llm.client import LLMClient
 
@@ -433,21 +472,23 @@ def _run_llm(pipeline: PipelineConfig, templates: list[Sample], pools: ValuePool
     rewrite, fill = PromptFile.load(REWRITE_PROMPT, base), PromptFile.load(FILL_PROMPT, base)
     assert pipeline.llm is not None
 
-    async def run_all() -> tuple[_Outcome, dict[str, Any]]:
+    async def run_all() -> dict[str, Any]:
         cache = RequestCache(pipeline.build_dir / LLM_CACHE_FILE)
         try:
             async with LLMClient(pipeline.llm, cache, jitter_seed=pipeline.seed) as client:
                 generalizer = LLMGeneralizer(pipeline, client, pools, environment, rewrite, fill)
-                with StageProgress("stage3 templates", len(templates)) as progress:
-                    outcomes = await asyncio.gather(*(progress_of(generalizer.variants(template), progress)
-                                                      for template in templates))
-                return outcomes, client.summary()
+                # templates go in windows: their requests run concurrently, and each window's
+                # variants are written in template order before the next window is read
+                window = max(WINDOW_TEMPLATES, 4 * client.parallelism)
+                with StageProgress("stage3 templates", total) as progress:
+                    for group in in_windows(templates, window):
+                        outcomes = await asyncio.gather(*(progress_of(generalizer.variants(template), progress)
+                                                          for template in group))
+                        for outcome in outcomes:
+                            written.add(outcome)
+                return client.summary()
         finally:
             cache.close()
 
-    outcomes, summary = asyncio.run(run_all())
-    total = _Outcome()
-    for outcome in outcomes:
-        total.candidates += outcome.candidates
-        total.rejects += outcome.rejects
-    return total, summary
+    return asyncio.run(run_all())
+

@@ -112,26 +112,30 @@ def test_llm_judges_decide_what_rules_cannot_and_grade_the_answer(tmp_path: Path
     hotels = gold("Hotels-7")
     hotels[0][0]["arguments"]["query"] = "Shibuya, Tokyo"  # the same place written more fully
     car = gold("Car-Rental-3")
-    car[0][0]["arguments"]["driver_age"] = 30  # a real difference
-    script = ScriptedJudge(equal={"Shibuya, Tokyo": True, '"driver_age": 30': False},
+    car[0][0]["arguments"]["driver_age"] = 30  # another number than gold's 45: a rule settles it
+    elsewhere = gold("Cross-12")
+    elsewhere[0][1]["arguments"]["query"] = "Perth"  # another place: free text, only the judge can tell
+    script = ScriptedJudge(equal={"Shibuya, Tokyo": True, '"query": "Perth"': False},
                            scores={"completeness:cheapest": 1, "correctness:cheapest": 2})
     trajectories = [
         {"id": "Cross-12", "turns": gold("Cross-12") + ["Flights and hotels are listed above."]},
         {"id": "Hotels-7", "turns": hotels + ["The cheapest is Shibuya Capsule Inn."]},
         {"id": "Car-Rental-3", "turns": car + ["No car."]},
+        {"id": "Cross-12", "turns": elsewhere + ["Flights from Sydney to Perth."]},
     ]
     with MockLLMServer(responder=script) as server:
         report, accounting = score_with_judges(server, tmp_path / "judges.sqlite", trajectories)
-    cross, hotels_item, car_item = report.items
+    cross, hotels_item, car_item, elsewhere_item = report.items
     assert cross["success"] and {c["layer"] for c in cross["calls"]} == {"rule"}  # rules first: no judge asked
     assert hotels_item["success"] and hotels_item["calls"][0]["layer"] == "llm"
     assert (hotels_item["completeness"], hotels_item["correctness"]) == (1, 2)
-    assert not car_item["success"] and car_item["calls"][0]["layer"] == "llm"
+    assert not car_item["success"] and car_item["calls"][0]["layer"] == "rule_typed"
     assert car_item["error"]["type"] == "hallucination"  # 30 appears nowhere the model looked
-    assert script.total("equivalence:") == 2  # only the two pairs the rules could not decide
+    assert not elsewhere_item["success"] and elsewhere_item["calls"][1]["layer"] == "llm"
+    assert script.total("equivalence:") == 2  # only the two pairs no rule could decide
     assert report.summary["judges"]["rule_based"] is False
     assert report.summary["judges"]["completeness"] == "llm:judge-model:completeness"
-    assert report.summary["call_layers"]["llm"] == 2
+    assert report.summary["call_layers"]["llm"] == 2 and report.summary["call_layers"]["rule_typed"] == 1
     assert judges_line(report.summary["judges"]).startswith("ComplexEval judges: call equivalence by rules, then")
     assert accounting["verdicts"]["equivalence:equal"] == 1 and accounting["verdicts"]["equivalence:different"] == 1
 

@@ -350,6 +350,7 @@ def test_copies_in_other_formats_are_written_with_counted_warnings(tmp_path, see
     # NESTful and canonical copies hold everything: read back, they are the exported samples.
     originals = [sample_to_dict(s) for s in seeds]
     assert [sample_to_dict(s) for s in read_all(export / "fcbench" / "test.jsonl", "fcbench")] == originals
+    assert (export / "fcbench" / "test.jsonl").read_bytes() == source.read_bytes()  # what the canonical writer writes
     nestful_copy = [sample_to_dict(s) for s in read_all(export / "nestful" / "test.jsonl", "nestful")]
     for record in nestful_copy + originals:
         record["provenance"].pop("source_file")  # the reader records the file it read
@@ -474,7 +475,8 @@ def test_the_statistics_process_ends_when_a_killed_export_does(tmp_path):
     pid_file = tmp_path / "worker.pid"  # (not stdout: a leftover worker would hold that pipe open)
     done = subprocess.run([sys.executable, "-c", script, str(source), str(pid_file)], stdin=subprocess.DEVNULL,
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                          cwd=Path(__file__).resolve().parents[1], timeout=120)
+                          cwd=Path(__file__).resolve().parents[1], timeout=120,
+                          env={**os.environ, "FCBENCH_STATS_CACHE": "off"})  # measured for real, in the process
     assert done.returncode == -signal.SIGKILL
     worker = int(pid_file.read_text().split()[0])
     deadline = time.monotonic() + 10

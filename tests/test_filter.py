@@ -127,6 +127,13 @@ def test_each_failure_gets_its_reason_and_the_summary_counts_them(tmp_path):
     assert summary["reasons"]["format.schema"] == 1 and summary["reasons"]["execution.tool_error"] == 1
     assert json.loads((build / "filter.summary.json").read_text())["counts"] == summary["counts"]
     assert not (build / "filter.journal.jsonl").exists()
+    # the kept samples' context is counted where they are made, the same count any reader makes of the file
+    from fcbench.sample import Sample
+    from fcbench.tokens import context_tokens
+
+    counts = [context_tokens(Sample.model_validate(sample)) for sample in kept]
+    assert summary["context"] == {"encoding": "cl100k_base", "samples": 2, "mean": round(sum(counts) / 2, 1),
+                                  "max": max(counts), "over_32k": 0} and min(counts) > 0
 
 
 def test_grounding_in_report_mode_keeps_the_sample_and_lists_the_value(tmp_path):

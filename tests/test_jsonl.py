@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from fcbench.jsonl import TooManyBadLines, bad_line_policy, iter_json_lines, write_json, write_json_lines
+from fcbench.jsonl import (JsonListSpool, TooManyBadLines, bad_line_policy, iter_json_lines, write_json,
+                           write_json_lines, write_json_with_list)
 
 
 def test_atomic_writes_leave_readable_files_and_no_temporaries(tmp_path):
@@ -184,6 +185,15 @@ def test_progress_is_quiet_for_short_runs_and_logs_plain_lines_off_a_terminal():
     assert stream.getvalue().startswith("filter: 250/1,000 (25%), ") and "s left" in stream.getvalue()
 
 
+def test_a_progress_total_counts_lines_without_parsing_them(tmp_path):
+    from fcbench.progress import lines_in
+
+    path = tmp_path / "lines.jsonl"
+    for text, lines in (("", 0), ("{}\n", 1), ("{}\n{}", 2), ("{}\n" * 300_000, 300_000)):  # past one 1 MiB chunk
+        path.write_text(text)
+        assert lines_in(path) == lines, text[:10]
+
+
 def test_depth_limit_is_exact_at_the_boundary():
     from fcbench.jsonl import MAX_DEPTH, parse_json_line
 
@@ -199,3 +209,18 @@ def test_depth_limit_is_exact_at_the_boundary():
             assert "nested deeper" in str(exc)
         else:
             raise AssertionError(f"{levels} levels around {inner!r} should be too deep")
+
+
+@pytest.mark.parametrize("items", [[], [{}], [{"id": "a", "calls": [{"arguments": {"x": [1.5, None, True]}}], "e": {},
+                                             "text": "line\nbreak \u00e9"}, [], 3, "s", {"nested": {"deep": [[]]}}]])
+def test_a_spooled_list_gives_the_bytes_of_one_json_dump(tmp_path, items):
+    """scores.json's items are spooled to disk while the summary before them is counted; the file
+    must be the same bytes as json.dumps of the whole document (indent 2)."""
+    document = {"note": "é", "summary": {"n": 2, "by": {}}, "items": None, "after": {"samples": ["x"]}}
+    with JsonListSpool(tmp_path) as spool:
+        for item in items:
+            spool.append(item)
+        write_json_with_list(tmp_path / "streamed.json", document, "items", spool)
+    write_json(tmp_path / "whole.json", {**document, "items": items}, indent=2)
+    assert (tmp_path / "streamed.json").read_bytes() == (tmp_path / "whole.json").read_bytes()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["streamed.json", "whole.json"]  # the spool has no name

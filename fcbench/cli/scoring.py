@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from fcbench.cli.common import (_count_table, BATCH_HELP, _load_pipeline, app, console, print_json,
@@ -205,18 +204,14 @@ def evaluate(
     (0-2) are LLM-judged, as in the paper; verdicts are cached in build/eval/<model>/judges.sqlite,
     an unusable verdict is asked again once and then recorded as judge_error. Without one, the
     rule-based stand-ins judge, and the output and scores.json say so first."""
-    from rich.progress import Progress
-
     from fcbench.pipeline import EvaluateSettings, run_stage
 
     config = _load_pipeline(pipeline, file)
-    with Progress(console=Console(stderr=True), transient=True, disable=as_json) as progress:
-        task = progress.add_task(f"evaluate {model}", total=None)
-        settings = EvaluateSettings(model, base_url, split, input_file, limit, extra_turns, batch,
-                                    progress=lambda done, total: progress.update(task, completed=done, total=total),
-                                    judge_model=judge_model, judge_base_url=judge_base_url,
-                                    context_window=context_window)
-        result = run_stage("evaluate", config, settings).report
+    # progress (a bar on a terminal, a line every few seconds elsewhere, on stderr) and the memory
+    # ceiling: fcbench.progress.StageProgress, inside the stage
+    settings = EvaluateSettings(model, base_url, split, input_file, limit, extra_turns, batch,
+                                judge_model=judge_model, judge_base_url=judge_base_url, context_window=context_window)
+    result = run_stage("evaluate", config, settings).report
     if as_json:
         from fcbench.score.complexeval import judges_line
 

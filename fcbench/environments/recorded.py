@@ -13,7 +13,10 @@ react to, and the outcome says `not_recorded`.
 from __future__ import annotations
 
 import json
+import pickle
+import sqlite3
 import threading
+from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
@@ -44,13 +47,15 @@ class RecordedStore:
     """Responses by canonical call key; saved as a JSON file so a benchmark built once against a
     live API replays offline."""
 
-    def __init__(self, tools: Iterable["Tool"] | Mapping[str, Mapping[str, Any]] | None = None) -> None:
+    def __init__(self, tools: Iterable["Tool"] | Mapping[str, Mapping[str, Any]] | None = None,
+                 calls: MutableMapping[str, RecordedCall] | None = None) -> None:
         if isinstance(tools, Mapping):
             self.schemas: dict[str, Mapping[str, Any]] = dict(tools)
         else:
             self.schemas = {tool.name: tool.parameters for tool in tools or []}
         self._coercers: dict[str, ArgumentCoercer] = {}
-        self.calls: dict[str, RecordedCall] = {}
+        # in memory, or on disk (`DiskCalls`) for a benchmark too large to hold its responses
+        self.calls: MutableMapping[str, RecordedCall] = {} if calls is None else calls
         self.conflicts = 0  # same call recorded again with a different response (the first is kept)
         self.unresolved = 0  # sample calls skipped because a reference could not be resolved
 
@@ -114,6 +119,49 @@ class RecordedStore:
         for item in data["calls"]:
             store.add(item["name"], item["arguments"], item["response"])
         return store
+
+
+class DiskCalls(MutableMapping[str, RecordedCall]):
+    """Recorded calls by key in a private temporary SQLite database (on disk, a few MB of page
+    cache in memory, deleted when closed or when the process dies), for a store that must not
+    grow with the benchmark: `evaluate` records every response of its split here. Safe to use
+    from several threads (the protocol's judges ask from worker threads)."""
+
+    def __init__(self) -> None:
+        # "": SQLite's private temporary database, unlinked at once, so a kill leaves nothing behind
+        self._db = sqlite3.connect("", check_same_thread=False)
+        self._db.execute("CREATE TABLE calls (key TEXT PRIMARY KEY, call BLOB NOT NULL)")
+        self._lock = threading.Lock()
+
+    def __getitem__(self, key: str) -> RecordedCall:
+        with self._lock:
+            row = self._db.execute("SELECT call FROM calls WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            raise KeyError(key)
+        # our own bytes, written by __setitem__ in this process: pickle keeps every value exact
+        return pickle.loads(row[0])
+
+    def __setitem__(self, key: str, call: RecordedCall) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO calls VALUES (?, ?)", (key, pickle.dumps(call)))
+
+    def __delitem__(self, key: str) -> None:
+        with self._lock:
+            if not self._db.execute("DELETE FROM calls WHERE key = ?", (key,)).rowcount:
+                raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        with self._lock:
+            keys = [row[0] for row in self._db.execute("SELECT key FROM calls ORDER BY key")]
+        return iter(keys)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
 
 
 def _tools_of(samples: Iterable["Sample"]) -> dict[str, Mapping[str, Any]]:

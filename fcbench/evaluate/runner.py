@@ -20,6 +20,14 @@ already there (a line cut by a kill does not parse and is dropped). Scores are n
 live: the saved trajectories are replayed through the shared scorer (`score_complexeval`), so
 `scores.json` is the same whether the run was interrupted or not, and `build-dataset score
 --metric complexeval` on the same files gives the same figures.
+
+Memory: nothing grows with the number of samples but a small index (id and digest of each). The
+input is read lazily, several times: once for the index (ids, digests, rejects, duplicate ids),
+then the workers take the samples to run from a generator, then each sample is scored on its own
+against its trajectory, read back by byte offset (`ComplexEvalTally` counts the summary; the
+items of scores.json wait in an unnamed temporary file, since the summary comes first). With an
+LLM judge, the recorded responses of the split live in a temporary SQLite database. Every pass
+counts through `fcbench.progress.StageProgress`, so the memory ceiling stops a run that grows.
 """
 
 from __future__ import annotations
@@ -33,24 +41,30 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from pydantic import ValidationError
 
 from fcbench.catalog.openai import openai_tool_param
 from fcbench.config import LLMConfig, PipelineConfig
+from fcbench.environments.recorded import DiskCalls, RecordedEnvironment, RecordedStore
 from fcbench.errors import UserError
 from fcbench.formats import Rejected, read_samples
-from fcbench.jsonl import dumps_line, iter_json_lines, write_json, write_json_lines
+from fcbench.jsonl import (JsonListSpool, check_bad_share, dumps_line, parse_json_line, write_json_lines,
+                           write_json_with_list, write_text_lines)
+from fcbench.progress import StageProgress
 from fcbench.sample import Sample, sample_to_dict
 from fcbench.tokens import ENCODING, request_tokens
 from fcbench.score.complexeval import (
     ComplexEvalOptions,
     ComplexEvalSession,
+    ComplexEvalTally,
     judges_line,
-    score_complexeval,
+    naive_completeness_judge,
+    naive_correctness_judge,
+    score_trajectory,
 )
-from fcbench.complexeval_judges import LLMJudges, judged_options
+from fcbench.complexeval_judges import LLMJudges, options_with_responses
 from fcbench.llm.judge import JUDGE_CACHE_FILE, judge_llm_config
 from fcbench.llm.cache import RequestCache, canonical_json
 from fcbench.llm.client import (ChatRequest, LLMClient, LLMRejection, ToolCall, assistant_message, tool_call_ids,
@@ -139,9 +153,11 @@ class Unanswered:
 
 
 async def run_sample(llm: LLMClient, sample: Sample, settings: Mapping[str, Any],
-                     options: ComplexEvalOptions | None = None) -> Trajectory | Unanswered:
+                     options: ComplexEvalOptions | None = None, digest: str | None = None) -> Trajectory | Unanswered:
     """Play one sample to its end; `options` must be the scorer's (the default), or the saved
-    trajectory would be answered differently from how the scorer replays it."""
+    trajectory would be answered differently from how the scorer replays it. `digest`: the
+    sample's `sample_digest`, when the caller has it already."""
+    digest = digest or sample_digest(sample)
     session = ComplexEvalSession(sample, options or ComplexEvalOptions())
     history: list[dict[str, Any]] = [dict(message) for message in sample.messages]
     tools = [openai_tool_param(tool) for tool in sample.tools] or None
@@ -152,7 +168,7 @@ async def run_sample(llm: LLMClient, sample: Sample, settings: Mapping[str, Any]
         if window is not None:
             needed = request_tokens(history, tools)
             if needed > window:
-                return Trajectory(sample.id, turns, STOP_CONTEXT_OVERFLOW, len(turns), sample_digest(sample),
+                return Trajectory(sample.id, turns, STOP_CONTEXT_OVERFLOW, len(turns), digest,
                                   dict(settings), context_tokens=needed)
         outcome = await llm.complete(ChatRequest(messages=list(history), tools=tools))
         if isinstance(outcome, LLMRejection):
@@ -170,7 +186,7 @@ async def run_sample(llm: LLMClient, sample: Sample, settings: Mapping[str, Any]
         history.extend(tool_message(call_id, response) for call_id, response in zip(ids, responses))
         turns.append(calls)
     stop_reason = (session.record.stop_reason or "") if session.finished else STOP_MAX_TURNS
-    return Trajectory(sample.id, turns, stop_reason, len(turns), sample_digest(sample), dict(settings))
+    return Trajectory(sample.id, turns, stop_reason, len(turns), digest, dict(settings))
 
 
 # ------------------------------------------------------------------------------------------ inputs
@@ -186,10 +202,28 @@ class InputReject:
 
 
 @dataclass
-class Benchmark:
+class BenchmarkIndex:
+    """What one light pass over the input keeps: never a sample, only each accepted sample's id
+    and digest (input order), the input's rejects, and the tools' schemas (the recorded
+    responses' keys)."""
+
     source: str
-    samples: list[Sample] = field(default_factory=list)
+    digests: dict[str, str] = field(default_factory=dict)  # sample id -> sample_digest, in input order
     rejects: list[InputReject] = field(default_factory=list)
+    schemas: dict[str, Any] = field(default_factory=dict)  # tool name -> parameters (the last sample's wins)
+    _positions: dict[str, int] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.digests)
+
+    def position(self, sample_id: str) -> int:
+        return self._positions.get(sample_id, len(self._positions))
+
+    def add(self, sample: Sample) -> None:
+        self._positions[sample.id] = len(self.digests)
+        self.digests[sample.id] = sample_digest(sample)
+        for tool in sample.tools:
+            self.schemas[tool.name] = tool.parameters
 
 
 def split_shards(build_dir: Path, split: str) -> list[Path]:
@@ -201,6 +235,9 @@ def _exported_splits(build_dir: Path) -> list[str]:
     return sorted(names)
 
 
+PARQUET_BATCH_ROWS = 16  # rows decoded into Python at a time (a long-context sample is ~0.5 MB)
+
+
 def _parquet_items(shards: Sequence[Path]) -> Iterator[Sample | InputReject]:
     import pyarrow.parquet as pq
 
@@ -208,7 +245,7 @@ def _parquet_items(shards: Sequence[Path]) -> Iterator[Sample | InputReject]:
 
     for shard in shards:
         row_no = 0
-        for batch in pq.ParquetFile(shard).iter_batches():
+        for batch in pq.ParquetFile(shard).iter_batches(batch_size=PARQUET_BATCH_ROWS, use_threads=False):
             for row in batch.to_pylist():
                 row_no += 1
                 try:
@@ -226,36 +263,68 @@ def _canonical_items(path: Path) -> Iterator[Sample | InputReject]:
             yield item
 
 
-def load_benchmark(build_dir: Path, split: str, input_file: Path | None, limit: int | None) -> Benchmark:
-    """The samples to evaluate, in file order: `--input` (canonical JSONL) or the exported split."""
-    if input_file is not None:
-        if not input_file.is_file():
-            raise UserError(f"{input_file}: no such file")
-        items: Iterable[Sample | InputReject] = _canonical_items(input_file)
-        source = str(input_file)
-    else:
-        shards = split_shards(build_dir, split)
-        if not shards:
-            available = _exported_splits(build_dir)
-            found = f"exported splits: {', '.join(available)}" if available else "nothing exported yet"
-            raise UserError(f"no split {split!r} under {build_dir / 'export' / 'data'} ({found}); "
-                            "run build-dataset export, or pass --input FILE")
-        items = _parquet_items(shards)
-        source = str(shards[0].parent / f"{split}-*.parquet")
-    benchmark = Benchmark(source)
-    seen: set[str] = set()
-    for item in items:
-        if limit is not None and len(benchmark.samples) >= limit:
-            break
-        if isinstance(item, InputReject):
-            benchmark.rejects.append(item)
-        elif item.id in seen:
-            # one id, two samples: a saved trajectory could not say which one it belongs to
-            benchmark.rejects.append(InputReject(item.id, "duplicate_id", "id already in the benchmark", source))
+class BenchmarkInput:
+    """The samples to evaluate, in file order: `--input` (canonical JSONL) or the exported split.
+    Never held: each pass reads the file again, one sample (or one small Parquet batch) at a time.
+    `index()` is the light first pass; `samples()` then yields the samples it accepted."""
+
+    def __init__(self, build_dir: Path, split: str, input_file: Path | None, limit: int | None) -> None:
+        self.limit = limit
+        self.input_file = input_file
+        self.shards: list[Path] = []
+        if input_file is not None:
+            if not input_file.is_file():
+                raise UserError(f"{input_file}: no such file")
+            self.source = str(input_file)
         else:
-            seen.add(item.id)
-            benchmark.samples.append(item)
-    return benchmark
+            self.shards = split_shards(build_dir, split)
+            if not self.shards:
+                available = _exported_splits(build_dir)
+                found = f"exported splits: {', '.join(available)}" if available else "nothing exported yet"
+                raise UserError(f"no split {split!r} under {build_dir / 'export' / 'data'} ({found}); "
+                                "run build-dataset export, or pass --input FILE")
+            self.source = str(self.shards[0].parent / f"{split}-*.parquet")
+
+    def _items(self) -> Iterator[Sample | InputReject]:
+        return _canonical_items(self.input_file) if self.input_file is not None else _parquet_items(self.shards)
+
+    def index(self, progress: StageProgress | None = None) -> BenchmarkIndex:
+        index = BenchmarkIndex(self.source)
+        for item in self._items():
+            if self.limit is not None and len(index) >= self.limit:
+                break
+            if isinstance(item, InputReject):
+                index.rejects.append(item)
+            elif item.id in index.digests:
+                # one id, two samples: a saved trajectory could not say which one it belongs to
+                index.rejects.append(InputReject(item.id, "duplicate_id", "id already in the benchmark", self.source))
+            else:
+                index.add(item)
+            if progress is not None:
+                progress.advance()
+        return index
+
+    def samples(self, index: BenchmarkIndex) -> Iterator[Sample]:
+        """The samples `index` accepted, read again in the same order (a duplicate id is the later
+        sample, so it is skipped by its position); a file changed since the index was made stops
+        the run rather than scoring other samples than it counted."""
+        expected = 0
+        for item in self._items():
+            if expected >= len(index):
+                return
+            if isinstance(item, InputReject):
+                continue
+            position = index.position(item.id)
+            if position < expected:
+                continue  # the duplicate the index rejected
+            if position > expected:
+                raise UserError(f"{self.source} changed while evaluate was reading it (sample {item.id!r} out of "
+                                "place); run evaluate again")
+            expected += 1
+            yield item
+        if expected < len(index):
+            raise UserError(f"{self.source} changed while evaluate was reading it ({expected} of {len(index)} "
+                            "samples found again); run evaluate again")
 
 
 # ----------------------------------------------------------------------------------------- outputs
@@ -284,20 +353,53 @@ class EvalPaths:
         return self.model_dir / "requests.sqlite"
 
 
-def saved_trajectories(path: Path, expected: Mapping[str, str], settings: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The reusable lines of an earlier run, by id: for a sample of this benchmark (same content)
-    run with the same settings. A line cut by a kill does not parse and is left out."""
+def saved_trajectory_offsets(path: Path, expected: Mapping[str, str], settings: Mapping[str, Any]) -> dict[str, int]:
+    """The reusable lines of an earlier run, as byte offsets by id (the last line of an id wins):
+    for a sample of this benchmark (same content) run with the same settings. A line cut by a kill
+    does not parse and is left out; the file's bad-line share is checked as any reader's is."""
     if not path.is_file():
         return {}
-    kept: dict[str, dict[str, Any]] = {}
-    for line in iter_json_lines(path):
-        value = line.value
-        if line.error or not isinstance(value, dict) or not isinstance(value.get("turns"), list):
-            continue
-        sample_id = value.get("id")
-        if expected.get(sample_id) == value.get("sample_sha") and value.get("settings") == dict(settings):
-            kept[sample_id] = value
-    return kept
+    offsets: dict[str, int] = {}
+    settings = dict(settings)
+    total = bad = 0
+    first_error = None
+    with open(path, "rb") as handle:
+        offset = 0
+        for line_no, raw in enumerate(handle, start=1):
+            start, offset = offset, offset + len(raw)
+            if line_no == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw, start = raw[3:], start + 3
+            if not raw.strip():
+                continue
+            total += 1
+            try:
+                value = parse_json_line(raw)
+            except ValueError as exc:
+                bad += 1
+                first_error = first_error or f"line {line_no}: {exc}"
+                continue
+            if not isinstance(value, dict) or not isinstance(value.get("turns"), list):
+                continue
+            sample_id = value.get("id")
+            if expected.get(sample_id) == value.get("sample_sha") and value.get("settings") == settings:
+                offsets[sample_id] = start
+    check_bad_share(path, total, bad, first_error)
+    return offsets
+
+
+def read_trajectory(handle: IO[bytes], offset: int) -> dict[str, Any]:
+    """The saved trajectory at `offset` of the open trajectories file."""
+    handle.seek(offset)
+    return parse_json_line(handle.readline())
+
+
+def saved_trajectories(path: Path, expected: Mapping[str, str], settings: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """`saved_trajectory_offsets` with each line read (for a small file: the run reads by offset)."""
+    offsets = saved_trajectory_offsets(path, expected, settings)
+    if not offsets:
+        return {}
+    with open(path, "rb") as handle:
+        return {sample_id: read_trajectory(handle, offset) for sample_id, offset in offsets.items()}
 
 
 class TrajectoryLog:
@@ -315,6 +417,16 @@ class TrajectoryLog:
 
     def close(self) -> None:
         self._handle.close()
+
+
+def _kept_in_input_order(path: Path, index: BenchmarkIndex, offsets: Mapping[str, int]) -> Iterator[dict[str, Any]]:
+    """The reusable lines of `path`, one at a time, in the benchmark's order."""
+    if not offsets:
+        return
+    with open(path, "rb") as handle:
+        for sample_id in index.digests:
+            if sample_id in offsets:
+                yield read_trajectory(handle, offsets[sample_id])
 
 
 # -------------------------------------------------------------------------------------------- a run
@@ -347,36 +459,50 @@ ProgressCallback = Callable[[int, int], None]  # (samples done, samples in total
 OptionsFor = Callable[[Sample], ComplexEvalOptions]
 
 
-async def _run_samples(llm: LLMClient, samples: Sequence[Sample], settings: Mapping[str, Any],
-                       log: TrajectoryLog, progress: ProgressCallback | None, done_before: int,
-                       total: int, options_for: OptionsFor | None = None) -> list[Unanswered]:
-    """`concurrency` workers, each taking the next sample and playing it to its end."""
+@dataclass
+class _Counting:
+    """This run's progress: the stage's progress (bar or log lines, and the memory ceiling) and
+    the caller's callback, if any."""
+
+    stage: StageProgress
+    callback: ProgressCallback | None
+    total: int
+
+    def advance(self, count: int = 1) -> None:
+        self.stage.advance(count)
+        if self.callback is not None:
+            self.callback(self.stage.done, self.total)
+
+
+async def _run_samples(llm: LLMClient, samples: Iterable[Sample], settings: Mapping[str, Any],
+                       log: TrajectoryLog, progress: _Counting, options_for: OptionsFor | None = None,
+                       digests: Mapping[str, str] | None = None) -> list[Unanswered]:
+    """`concurrency` workers, each taking the next sample (read from the input as it is taken)
+    and playing it to its end."""
     pending = iter(samples)
     unanswered: list[Unanswered] = []
-    done = done_before
+    digests = digests or {}
 
     async def worker() -> None:
-        nonlocal done
         for sample in pending:  # one shared iterator: two workers never take the same sample
-            outcome = await run_sample(llm, sample, settings, options_for(sample) if options_for else None)
+            outcome = await run_sample(llm, sample, settings, options_for(sample) if options_for else None,
+                                       digests.get(sample.id))
             if isinstance(outcome, Unanswered):
                 unanswered.append(outcome)
             else:
                 log.append(outcome.to_json())
-            done += 1
-            if progress is not None:
-                progress(done, total)
+            progress.advance()
 
     await run_workers(worker, llm.parallelism)
     return unanswered
 
 
-async def _drive(config: LLMConfig, cache: RequestCache, samples: Sequence[Sample], settings: Mapping[str, Any],
-                 log: TrajectoryLog, progress: ProgressCallback | None, done_before: int, total: int,
-                 environ: Mapping[str, str] | None,
-                 options_for: OptionsFor | None = None) -> tuple[list[Unanswered], dict[str, Any]]:
+async def _drive(config: LLMConfig, cache: RequestCache, samples: Iterable[Sample], settings: Mapping[str, Any],
+                 log: TrajectoryLog, progress: _Counting, environ: Mapping[str, str] | None,
+                 options_for: OptionsFor | None = None,
+                 digests: Mapping[str, str] | None = None) -> tuple[list[Unanswered], dict[str, Any]]:
     async with LLMClient(config, cache, environ=environ) as llm:
-        unanswered = await _run_samples(llm, samples, settings, log, progress, done_before, total, options_for)
+        unanswered = await _run_samples(llm, samples, settings, log, progress, options_for, digests)
         return unanswered, llm.summary()
 
 
@@ -405,16 +531,24 @@ def evaluate(config: LLMConfig, build_dir: Path, *, split: str = DEFAULT_SPLIT, 
     """Run the model on every sample not already evaluated, then score all saved trajectories.
     With `judge`, the LLM judges decide call equivalence (after the rules and the recorded
     responses) during the run and when scoring, and grade the final answers; their verdicts are
-    cached in build/eval/<model>/judges.sqlite. Without it, the rule-based stand-ins judge."""
-    benchmark = load_benchmark(build_dir, split, input_file, limit)
+    cached in build/eval/<model>/judges.sqlite. Without it, the rule-based stand-ins judge.
+
+    Streams: the input is read once for ids and digests, then again for the samples to run and
+    again to score them one at a time against their saved trajectory (read back by offset), so
+    memory does not grow with the number of samples; every pass counts through `StageProgress`,
+    which stops the run past the memory ceiling (`fcbench.memory`)."""
+    benchmark = BenchmarkInput(build_dir, split, input_file, limit)
+    label = f"evaluate {config.model}"
+    with StageProgress(f"{label}: reading", None) as reading:
+        index = benchmark.index(reading)
     paths = EvalPaths.for_model(build_dir, config.model)
     created = not paths.model_dir.exists()
     paths.model_dir.mkdir(parents=True, exist_ok=True)
     try:
         if judge is None:
-            return _evaluate_into(config, benchmark, paths, extra_turns, environ, progress)
+            return _evaluate_into(config, benchmark, index, paths, extra_turns, environ, progress)
         with LLMJudges(judge, paths.model_dir / JUDGE_CACHE_FILE, environ=environ) as judges:
-            return _evaluate_into(config, benchmark, paths, extra_turns, environ, progress, judges)
+            return _evaluate_into(config, benchmark, index, paths, extra_turns, environ, progress, judges)
     except BaseException:
         # A run that failed before any trajectory was saved (endpoint down, key refused, killed
         # at once) leaves no model folder behind for later reports to list as a broken evaluation.
@@ -427,67 +561,109 @@ def _has_trajectories(paths: EvalPaths) -> bool:
     return paths.trajectories.is_file() and paths.trajectories.stat().st_size > 0
 
 
-def _evaluate_into(config: LLMConfig, benchmark: Benchmark, paths: EvalPaths, extra_turns: int,
-                   environ: Mapping[str, str] | None, progress: ProgressCallback | None,
+def _recorded_responses(benchmark: BenchmarkInput, index: BenchmarkIndex, calls: DiskCalls,
+                        label: str) -> RecordedEnvironment:
+    """The gold responses of the benchmark's samples, by call (the judges' response layer), kept in
+    a temporary database on disk rather than in memory."""
+    store = RecordedStore(index.schemas, calls=calls)
+    with StageProgress(f"{label}: recording responses", len(index)) as progress:
+        for sample in benchmark.samples(index):
+            store.add_samples([sample])
+            progress.advance()
+    return RecordedEnvironment(store)
+
+
+def _evaluate_into(config: LLMConfig, benchmark: BenchmarkInput, index: BenchmarkIndex, paths: EvalPaths,
+                   extra_turns: int, environ: Mapping[str, str] | None, progress: ProgressCallback | None,
                    judges: LLMJudges | None = None) -> EvaluationResult:
+    label = f"evaluate {config.model}"
     settings = run_settings(config, extra_turns, judges.config if judges else None)
-    options_for = judged_options(benchmark.samples, judges) if judges else None
-    digests = {sample.id: sample_digest(sample) for sample in benchmark.samples}
-    kept = saved_trajectories(paths.trajectories, digests, settings)
-    to_run = [sample for sample in benchmark.samples if sample.id not in kept]
-    log = TrajectoryLog(paths.trajectories, [kept[s.id] for s in benchmark.samples if s.id in kept])
-    unanswered: list[Unanswered] = []
-    llm_summary: dict[str, Any] = {}
+    calls = DiskCalls() if judges else None
     try:
-        if to_run:
-            with RequestCache(paths.cache) as cache:
-                unanswered, llm_summary = asyncio.run(_drive(config, cache, to_run, settings, log, progress,
-                                                             len(kept), len(benchmark.samples), environ, options_for))
+        options_for = None
+        if judges is not None and calls is not None:
+            options_for = options_with_responses(_recorded_responses(benchmark, index, calls, label), judges)
+        kept = saved_trajectory_offsets(paths.trajectories, index.digests, settings)
+        to_run = sum(sample_id not in kept for sample_id in index.digests)
+        log = TrajectoryLog(paths.trajectories, _kept_in_input_order(paths.trajectories, index, kept))
+        unanswered: list[Unanswered] = []
+        llm_summary: dict[str, Any] = {}
+        try:
+            with StageProgress(label, len(index)) as stage:
+                counting = _Counting(stage, progress, len(index))
+                counting.advance(len(kept))
+                if to_run:
+                    pending = (sample for sample in benchmark.samples(index) if sample.id not in kept)
+                    with RequestCache(paths.cache) as cache:
+                        # each digest as the index computed it: a sample is serialised for it once
+                        unanswered, llm_summary = asyncio.run(_drive(config, cache, pending, settings, log, counting,
+                                                                     environ, options_for, index.digests))
+        finally:
+            log.close()
+        return _score_and_write(config, benchmark, index, paths, settings, unanswered, llm_summary, ran=to_run,
+                                reused=len(kept), judges=judges, options_for=options_for)
     finally:
-        log.close()
-    return _score_and_write(config, benchmark, paths, settings, unanswered, llm_summary, ran=len(to_run),
-                            reused=len(kept), judges=judges)
+        if calls is not None:
+            calls.close()
 
 
-def _score_and_write(config: LLMConfig, benchmark: Benchmark, paths: EvalPaths, settings: Mapping[str, Any],
-                     unanswered: Sequence[Unanswered], llm_summary: dict[str, Any], ran: int,
-                     reused: int, judges: LLMJudges | None = None) -> EvaluationResult:
-    digests = {sample.id: sample_digest(sample) for sample in benchmark.samples}
-    saved = saved_trajectories(paths.trajectories, digests, settings)
-    # input order, not completion order: the same benchmark gives the same files however it ran
-    lines = [saved[sample.id] for sample in benchmark.samples if sample.id in saved]
-    write_json_lines(paths.trajectories, lines)
-    scored = [sample for sample in benchmark.samples if sample.id in saved]
-    replay = [{"id": line["id"], "turns": line["turns"]} for line in lines]
-    if judges is None:
-        report = score_complexeval(scored, replay)
-    else:  # the same layers as the live run: its verdicts come back from the judges' cache
-        report = score_complexeval(scored, replay, completeness_judge=judges.completeness_judge,
-                                   correctness_judge=judges.correctness_judge,
-                                   options_for=judged_options(benchmark.samples, judges))
-        llm_summary = {**llm_summary, "judges": judges.summary()}
-    not_evaluated = Counter(reject.reason for reject in benchmark.rejects)
-    not_evaluated.update("llm_error" for _ in unanswered)
-    rejects = [reject.to_json() for reject in benchmark.rejects]
-    order = {sample.id: index for index, sample in enumerate(benchmark.samples)}  # not completion order
-    rejects += [{"id": item.sample_id, "reason": "llm_error", "detail": item.reason}
-                for item in sorted(unanswered, key=lambda item: order.get(item.sample_id, len(order)))]
-    write_json_lines(paths.rejects, rejects)
-    overflow = [line["id"] for line in lines if line.get("stop_reason") == STOP_CONTEXT_OVERFLOW]
-    # who judged comes first: a reader of scores.json sees at once whether these are LLM verdicts
-    document = {"judges_note": judges_line(report.summary["judges"]), "judges": report.summary["judges"],
-                "metric": "complexeval", "model": config.model, "input": benchmark.source,
-                "samples": len(benchmark.samples), "settings": dict(settings),
-                "not_evaluated": dict(sorted(not_evaluated.items())),
-                "summary": report.summary, "items": report.items}
-    if config.context_window is not None:
-        document["context_overflow"] = {"samples": overflow, "window": config.context_window, "tokenizer": ENCODING}
-    write_json(paths.scores, document, indent=2)
-    return EvaluationResult(model=config.model, source=benchmark.source, samples=len(benchmark.samples),
+def _score_and_write(config: LLMConfig, benchmark: BenchmarkInput, index: BenchmarkIndex, paths: EvalPaths,
+                     settings: Mapping[str, Any], unanswered: Sequence[Unanswered], llm_summary: dict[str, Any],
+                     ran: int, reused: int, judges: LLMJudges | None = None,
+                     options_for: OptionsFor | None = None) -> EvaluationResult:
+    """Score every saved trajectory against its sample, one sample at a time, and write the
+    trajectories (input order, not completion order: the same benchmark gives the same files
+    however it ran), the rejects and scores.json; the scores' items are spooled to disk, since the
+    summary they are counted into comes first in scores.json."""
+    saved = saved_trajectory_offsets(paths.trajectories, index.digests, settings)
+    tally = ComplexEvalTally()
+    completeness_judge = judges.completeness_judge if judges else naive_completeness_judge
+    correctness_judge = judges.correctness_judge if judges else naive_correctness_judge
+    overflow: list[str] = []
+    label = f"evaluate {config.model}: scoring"
+    with (JsonListSpool(paths.model_dir) as items, StageProgress(label, len(saved)) as progress,
+          open(paths.trajectories, "rb") as log):
+
+        def scored_lines() -> Iterator[str]:
+            for sample in benchmark.samples(index):
+                if sample.id not in saved:
+                    continue
+                line = read_trajectory(log, saved[sample.id])
+                if line.get("stop_reason") == STOP_CONTEXT_OVERFLOW:
+                    overflow.append(line["id"])
+                # the same layers as the live run: its verdicts come back from the judges' cache
+                options = options_for(sample) if options_for is not None else ComplexEvalOptions()
+                verdict = score_trajectory(sample, line["turns"] or [], options, completeness_judge,
+                                           correctness_judge)
+                items.append(tally.add(verdict))
+                progress.advance()
+                yield dumps_line(line)
+
+        write_text_lines(paths.trajectories, scored_lines())
+        summary = tally.summary(completeness_judge, correctness_judge)
+        if judges is not None:
+            llm_summary = {**llm_summary, "judges": judges.summary()}
+        not_evaluated = Counter(reject.reason for reject in index.rejects)
+        not_evaluated.update("llm_error" for _ in unanswered)
+        rejects = [reject.to_json() for reject in index.rejects]
+        rejects += [{"id": item.sample_id, "reason": "llm_error", "detail": item.reason}  # not completion order
+                    for item in sorted(unanswered, key=lambda item: index.position(item.sample_id))]
+        write_json_lines(paths.rejects, rejects)
+        # who judged comes first: a reader of scores.json sees at once whether these are LLM verdicts
+        document = {"judges_note": judges_line(summary["judges"]), "judges": summary["judges"],
+                    "metric": "complexeval", "model": config.model, "input": benchmark.source,
+                    "samples": len(index), "settings": dict(settings),
+                    "not_evaluated": dict(sorted(not_evaluated.items())),
+                    "summary": summary, "items": None}
+        if config.context_window is not None:
+            document["context_overflow"] = {"samples": overflow, "window": config.context_window,
+                                            "tokenizer": ENCODING}
+        write_json_with_list(paths.scores, document, "items", items)
+    return EvaluationResult(model=config.model, source=benchmark.source, samples=len(index),
                             trajectories_path=paths.trajectories, scores_path=paths.scores,
-                            rejects_path=paths.rejects, scores=report.summary, ran=ran, reused=reused,
+                            rejects_path=paths.rejects, scores=summary, ran=ran, reused=reused,
                             not_evaluated=dict(sorted(not_evaluated.items())), llm=llm_summary,
-                            judges=report.summary["judges"], context_overflow=overflow)
+                            judges=summary["judges"], context_overflow=overflow)
 
 
 def evaluate_pipeline(pipeline: PipelineConfig, model: str, *, base_url: str | None = None,

@@ -38,6 +38,7 @@ a model that already knows an id need not look it up. None are optional by defau
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import re
@@ -277,6 +278,142 @@ def response_match_layer(environment: Environment) -> MatchLayer:
         return None
 
     return MatchLayer("response", decide)
+
+
+# ---------------------------------------------------------------------------------------------
+# Differences a rule can settle (before the LLM judge)
+
+TYPED_DIFFERENCE_LAYER = "rule_typed"
+_IDENTIFIER_WORDS = frozenset({"id", "ids", "key", "token", "slug"})
+
+
+def typed_difference_layer() -> MatchLayer:
+    """Says "not equivalent" for pairs whose difference no reading of the conversation can undo,
+    so the LLM judge is asked only about what needs judgement (`typed_difference`); undecided
+    (None) otherwise. It comes after the response layer: a call that gets the gold call's response
+    is equivalent whatever its arguments say."""
+
+    def decide(predicted: PredictedCall, gold: Call, tool: Tool | None) -> bool | None:
+        if predicted.name != gold.name:
+            return None
+        difference = typed_difference(predicted.arguments, gold.arguments, tool.parameters if tool else None,
+                                      gold.name)
+        return False if difference is not None else None
+
+    return MatchLayer(TYPED_DIFFERENCE_LAYER, decide)
+
+
+def typed_difference(predicted: Mapping[str, Any], gold: Mapping[str, Any], schema: Mapping[str, Any] | None,
+                     function_name: str = "") -> str | None:
+    """The first parameter whose values cannot mean the same thing, by the kind of value the schema
+    declares, or None when only judgement can tell. These are the differences the judge prompt
+    (`complexeval_call_equivalence.txt`) itself lists as making two calls different: another date,
+    another id, another number of people, another sort order, a missing or an extra filter.
+
+    Settled, after schema defaults are filled on both sides (so an omitted default is no difference):
+    - two different booleans; two different integers;
+    - two different numbers, unless one is the other rounded (48.8566 and 48.86: judgement);
+    - two different members of an enum (another sort order, another currency);
+    - two different dates, times or date-times (each parsed as ISO 8601; parse failure: undecided);
+    - two different identifiers (a token, slug, key or id parameter, neither value with spaces,
+      neither written inside the other): they name two different things;
+    - a parameter of one of those kinds given on one side only (a filter set on one side only),
+      unless its description speaks of a default the schema does not declare.
+    Free text (place names, queries), lists and objects are never settled here: "NY" and "New York"
+    are for the judge."""
+    properties = (schema or {}).get("properties") or {}
+    left, right = fill_defaults(predicted, schema), fill_defaults(gold, schema)
+    for param in [*right, *(p for p in left if p not in right)]:
+        param_schema = properties.get(param) if isinstance(properties.get(param), Mapping) else {}
+        if param in left and param in right:
+            if values_equivalent(left[param], right[param], param_schema):
+                continue
+            if _distinct_values(left[param], right[param], param_schema, param, function_name):
+                return f"Parameter {param}: {left[param]!r} and {right[param]!r} cannot mean the same."
+        else:
+            value = left[param] if param in left else right[param]
+            # a default documented only in words ("5 km by default") is the judge's to apply
+            described_default = "default" in str(param_schema.get("description", "")).lower()
+            if not described_default and _settled_kind(value, param_schema, param, function_name):
+                side = "the prediction" if param in left else "the gold call"
+                return f"Parameter {param} is set only in {side}."
+    return None
+
+
+def _settled_kind(value: Any, schema: Mapping[str, Any], param: str, function_name: str) -> bool:
+    """Whether a value is of a kind whose presence alone changes the call (typed, not free text)."""
+    if isinstance(value, bool) or _is_number_value(value):
+        return True
+    if isinstance(value, str):
+        return (value in (schema.get("enum") or ()) or _iso_kind(schema, param) is not None
+                or _is_identifier(value, param, schema, function_name))
+    return False
+
+
+def _distinct_values(left: Any, right: Any, schema: Mapping[str, Any], param: str, function_name: str) -> bool:
+    if isinstance(left, bool) and isinstance(right, bool):
+        return left != right
+    if _is_number_value(left) and _is_number_value(right):
+        return not (_rounds_to(left, right) or _rounds_to(right, left))
+    if not (isinstance(left, str) and isinstance(right, str)):
+        return False
+    enum = [member.casefold() for member in schema.get("enum") or () if isinstance(member, str)]
+    if enum and left.strip().casefold() in enum and right.strip().casefold() in enum:
+        return True
+    kind = _iso_kind(schema, param)
+    if kind is not None:
+        parsed = _parse_iso(left.strip(), kind), _parse_iso(right.strip(), kind)
+        return None not in parsed and parsed[0] != parsed[1]
+    if not (_is_identifier(left, param, schema, function_name) and _is_identifier(right, param, schema, function_name)):
+        return False
+    # "LHR" and "LHR.AIRPORT": one id written inside the other may be a shorter spelling (judgement)
+    small, large = sorted((left.strip().casefold(), right.strip().casefold()), key=len)
+    return small not in large
+
+
+def _is_number_value(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _rounds_to(precise: float, rounded: float) -> bool:
+    """`rounded` is `precise` rounded to the decimals `rounded` is written with (0 to 12)."""
+    text = repr(float(rounded))
+    if "e" in text or "E" in text:
+        return False
+    decimals = len(text.split(".")[1].rstrip("0"))
+    # within half a unit of its last written decimal (whichever way a tie was rounded)
+    return decimals <= 12 and abs(float(precise) - float(rounded)) <= 0.5 * 10.0 ** -decimals * (1 + 1e-9)
+
+
+def _iso_kind(schema: Mapping[str, Any], param: str) -> str | None:
+    """date / time / date-time when the schema says so (format, or a date / HH:MM pattern)."""
+    declared = schema.get("format")
+    if declared in ("date", "time", "date-time"):
+        return str(declared)
+    pattern = str(schema.get("pattern") or "")
+    if r"\d{4}-\d{2}-\d{2}" in pattern:
+        return "date"
+    described = "hh:mm" in str(schema.get("description", "")).lower()
+    if "time" in name_words(param) and (":" in pattern or described):
+        return "time"
+    return None
+
+
+def _parse_iso(text: str, kind: str) -> Any:
+    parser = {"date": datetime.date.fromisoformat, "time": datetime.time.fromisoformat,
+              "date-time": datetime.datetime.fromisoformat}[kind]
+    try:
+        return parser(text)
+    except ValueError:
+        return None
+
+
+def _is_identifier(value: str, param: str, schema: Mapping[str, Any], function_name: str) -> bool:
+    """An opaque identifier: a token/slug/key/id parameter (by name) holding a value without spaces."""
+    words = name_words(param)
+    named = bool(words) and (words[-1] in _IDENTIFIER_WORDS
+                             or parameter_type(param, schema, function_name) in ("token", "slug", "id"))
+    return named and bool(value.strip()) and not any(ch.isspace() for ch in value.strip())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -753,25 +890,19 @@ def score_complexeval(
 ) -> ComplexEvalReport:
     """Score saved trajectories; summary in the shape of ComplexFuncBench's Table 2. A trajectory
     whose id has no sample becomes an item with an error and is counted, never dropped.
-    `options_for(sample)` gives per-sample options (an LLM judge that sees the sample's query)."""
+    `options_for(sample)` gives per-sample options (an LLM judge that sees the sample's query).
+    (`evaluate` scores one sample at a time into a `ComplexEvalTally` instead: the same figures.)"""
     by_id = {sample.id: sample for sample in samples}
-    verdicts, items, unknown = [], [], []
+    tally, items = ComplexEvalTally(), []
     for sample_id, turns in trajectory_lines(trajectories):
         sample = by_id.get(sample_id)
         if sample is None:
-            unknown.append(sample_id)
-            items.append({"id": sample_id, "error": {"type": "unknown_id", "detail": "no sample has this id"}})
+            items.append(tally.add_unknown(sample_id))
             continue
         sample_options = options_for(sample) if options_for is not None else options
         verdict = score_trajectory(sample, turns, sample_options, completeness_judge, correctness_judge)
-        verdicts.append(verdict)
-        items.append(verdict.to_json())
-    summary = summarise(verdicts)
-    summary["unknown_ids"] = unknown
-    summary["judges"] = judges_used(completeness_judge, correctness_judge)
-    summary["call_layers"] = dict(sorted(Counter(j.layer or "none" for v in verdicts
-                                                 for j in v.record.judgements()).items()))
-    return ComplexEvalReport(summary, items)
+        items.append(tally.add(verdict))
+    return ComplexEvalReport(tally.summary(completeness_judge, correctness_judge), items)
 
 
 RULE_BASED_JUDGES = {"naive_completeness_judge", "naive_correctness_judge"}
@@ -804,48 +935,106 @@ def trajectory_lines(trajectories: Trajectories) -> list[tuple[str, Sequence[Tra
 
 def summarise(verdicts: Sequence[ComplexEvalVerdict]) -> dict[str, Any]:
     """Overall figures, error counts, per-parameter-type error rates and per-domain figures."""
-    summary = _figures(verdicts)
-    summary["errors"] = {kind: sum(v.error_type == kind for v in verdicts) for kind in ERROR_TYPES}
-    # the scorer's own failures, apart from the model's: a judge that gave no verdict (never guessed)
-    summary["judge_errors"] = {
-        "samples": sum(v.error_type == "judge_error" for v in verdicts),
-        "calls": sum(j.error_type == "judge_error" for v in verdicts for j in v.record.judgements()),
-        "completeness": sum(v.completeness is None for v in verdicts),
-        "correctness": sum(v.correctness is None for v in verdicts),
-    }
-    call_errors = Counter(j.error_type for v in verdicts for j in v.record.judgements() if j.error_type)
-    summary["call_errors"] = {kind: call_errors.get(kind, 0) for kind in ERROR_TYPES if kind != "stop_early"}
-    summary["param_type_error_rate"], summary["param_type_counts"] = parameter_type_rates(verdicts)
-    domains = sorted({v.domain for v in verdicts})
-    summary["by_domain"] = {d: _figures([v for v in verdicts if v.domain == d]) for d in domains}
-    return summary
-
-
-def _figures(verdicts: Sequence[ComplexEvalVerdict]) -> dict[str, Any]:
-    n = len(verdicts)
-    gold = sum(v.n_gold_calls for v in verdicts)
-    completeness = [v.completeness for v in verdicts if v.completeness is not None]
-    correctness = [v.correctness for v in verdicts if v.correctness is not None]
-    return {
-        "n": n,
-        "success_rate": sum(v.success for v in verdicts) / n if n else 0.0,
-        "call_accuracy": sum(v.n_correct_calls for v in verdicts) / gold if gold else 0.0,
-        "completeness": sum(completeness) / len(completeness) if completeness else 0.0,
-        "correctness": sum(correctness) / len(correctness) if correctness else 0.0,
-    }
-
-
-def parameter_type_rates(
-    verdicts: Sequence[ComplexEvalVerdict],
-) -> tuple[dict[str, float], dict[str, dict[str, int]]]:
-    """Error rate per parameter type over the parameters of calls made to the right function
-    (matched or not): errors / checked, an extra parameter counting as one checked and wrong.
-    Calls to another function are func_errors and say nothing about parameters."""
-    counts = {kind: {"errors": 0, "total": 0} for kind in PARAMETER_TYPES}
+    tally = ComplexEvalTally()
     for verdict in verdicts:
+        tally.add(verdict)
+    return tally.figures()
+
+
+@dataclass
+class _Figures:
+    """The counts behind one row of Table 2 (all integers: a sum taken one verdict at a time gives
+    the same floats as a sum over a list)."""
+
+    n: int = 0
+    successes: int = 0
+    correct_calls: int = 0
+    gold_calls: int = 0
+    completeness_sum: int = 0
+    completeness_n: int = 0
+    correctness_sum: int = 0
+    correctness_n: int = 0
+
+    def add(self, verdict: ComplexEvalVerdict) -> None:
+        self.n += 1
+        self.successes += verdict.success
+        self.correct_calls += verdict.n_correct_calls
+        self.gold_calls += verdict.n_gold_calls
+        if verdict.completeness is not None:
+            self.completeness_sum += verdict.completeness
+            self.completeness_n += 1
+        if verdict.correctness is not None:
+            self.correctness_sum += verdict.correctness
+            self.correctness_n += 1
+
+    def as_dict(self) -> dict[str, Any]:
+        n = self.n
+        return {
+            "n": n,
+            "success_rate": self.successes / n if n else 0.0,
+            "call_accuracy": self.correct_calls / self.gold_calls if self.gold_calls else 0.0,
+            "completeness": self.completeness_sum / self.completeness_n if self.completeness_n else 0.0,
+            "correctness": self.correctness_sum / self.correctness_n if self.correctness_n else 0.0,
+        }
+
+
+class ComplexEvalTally:
+    """The summary of many verdicts, counted one verdict at a time: a scorer that streams keeps
+    counts, never the verdicts (each holds its whole session record). `add` returns the item."""
+
+    def __init__(self) -> None:
+        self._overall = _Figures()
+        self._by_domain: dict[str, _Figures] = {}
+        self._errors: Counter[str | None] = Counter()
+        self._judge_errors = {"samples": 0, "calls": 0, "completeness": 0, "correctness": 0}
+        self._call_errors: Counter[str] = Counter()
+        self._parameters = {kind: {"errors": 0, "total": 0} for kind in PARAMETER_TYPES}
+        self._layers: Counter[str] = Counter()
+        self._unknown: list[str] = []
+
+    def add(self, verdict: ComplexEvalVerdict) -> dict[str, Any]:
+        self._overall.add(verdict)
+        self._by_domain.setdefault(verdict.domain, _Figures()).add(verdict)
+        self._errors[verdict.error_type] += 1
+        self._judge_errors["samples"] += verdict.error_type == "judge_error"
+        self._judge_errors["completeness"] += verdict.completeness is None
+        self._judge_errors["correctness"] += verdict.correctness is None
         for judgement in verdict.record.judgements():
+            self._judge_errors["calls"] += judgement.error_type == "judge_error"
+            if judgement.error_type:
+                self._call_errors[judgement.error_type] += 1
+            self._layers[judgement.layer or "none"] += 1
             for check in judgement.parameters:
-                counts[check.parameter_type]["total"] += 1
-                counts[check.parameter_type]["errors"] += not check.ok
-    rates = {kind: c["errors"] / c["total"] for kind, c in counts.items() if c["total"]}
-    return rates, {kind: c for kind, c in counts.items() if c["total"]}
+                self._parameters[check.parameter_type]["total"] += 1
+                self._parameters[check.parameter_type]["errors"] += not check.ok
+        return verdict.to_json()
+
+    def add_unknown(self, sample_id: str) -> dict[str, Any]:
+        """A trajectory whose id has no sample: counted, and its item says so."""
+        self._unknown.append(sample_id)
+        return {"id": sample_id, "error": {"type": "unknown_id", "detail": "no sample has this id"}}
+
+    def figures(self) -> dict[str, Any]:
+        """Overall figures, error counts, per-parameter-type error rates and per-domain figures."""
+        summary = self._overall.as_dict()
+        summary["errors"] = {kind: self._errors.get(kind, 0) for kind in ERROR_TYPES}
+        # the scorer's own failures, apart from the model's: a judge that gave no verdict (never guessed)
+        summary["judge_errors"] = dict(self._judge_errors)
+        summary["call_errors"] = {kind: self._call_errors.get(kind, 0) for kind in ERROR_TYPES if kind != "stop_early"}
+        # error rate per parameter type over the parameters of calls made to the right function
+        # (matched or not): errors / checked, an extra parameter counting as one checked and wrong;
+        # calls to another function are func_errors and say nothing about parameters
+        counts = {kind: dict(c) for kind, c in self._parameters.items() if c["total"]}
+        summary["param_type_error_rate"] = {kind: c["errors"] / c["total"] for kind, c in counts.items()}
+        summary["param_type_counts"] = counts
+        summary["by_domain"] = {d: self._by_domain[d].as_dict() for d in sorted(self._by_domain)}
+        return summary
+
+    def summary(self, completeness_judge: ResponseJudge = naive_completeness_judge,
+                correctness_judge: ResponseJudge = naive_correctness_judge) -> dict[str, Any]:
+        """`figures()` with the unknown ids, who judged, and which layer decided how many calls."""
+        summary = self.figures()
+        summary["unknown_ids"] = list(self._unknown)
+        summary["judges"] = judges_used(completeness_judge, correctness_judge)
+        summary["call_layers"] = dict(sorted(self._layers.items()))
+        return summary

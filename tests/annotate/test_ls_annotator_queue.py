@@ -173,8 +173,10 @@ def test_annotator_corrects_drafts_through_the_queue_and_pull_makes_gold(studio,
 
 
 def test_a_task_with_500_kb_of_responses_opens_folded_and_searchable(studio, drafts, tmp_path) -> None:  # noqa: F811
-    """ComplexFuncBench-sized context: the labeling page opens, the long response is folded in a
-    <details> the annotator opens, find-in-page reaches the last entry, the page stays usable."""
+    """ComplexFuncBench-sized context: the labeling page opens with the long response folded in a
+    <details>; the browser's find-in-page (what Ctrl+F drives) finds a hotel that is only in the
+    folded part, opens the fold and shows the match; the fold closes again from its summary, still
+    on screen beside the match; the page stays usable."""
     base = drafts["hotels-paris"]
     response = json.loads(json.dumps(base.calls[1][0].response))
     template = response["data"]["hotels"][0]
@@ -187,13 +189,24 @@ def test_a_task_with_500_kb_of_responses_opens_folded_and_searchable(studio, dra
     write_drafts(pipeline, [big])
     pushed = run_stage2_push(pipeline, studio.connection)
     credentials = read_credentials(studio.config)
+    needle = hotels[-1]["name"]
     with contextmanager(browser_session)(studio.connection.url, credentials.username, credentials.password) as ui:
         assert ui.open_task(pushed.project_id, pushed.task_ids[0]) == "hotels-paris-500kb"
-        fold = ui.page.locator(".lsf-main-view details.fold").first
-        assert fold.evaluate("e => !e.open") and "open to read or search them" in fold.inner_text()
-        fold.locator("summary").click()
-        ui.page.wait_for_function("() => document.querySelector('.lsf-main-view details.fold').open")
-        assert ui.page.evaluate("(n) => window.find(n)", hotels[-1]["name"]) is True
+        page = ui.page
+        fold = page.locator(".lsf-main-view details.fold").first
+        assert fold.evaluate("e => !e.open") and "Ctrl+F finds text in them while folded" in fold.inner_text()
+        # the hotel is nowhere on the page but in the folded part, so only a search that opens it finds it
+        assert page.evaluate("(n) => document.querySelector('.lsf-main-view').textContent.split(n).length", needle) == 2
+        assert fold.evaluate("(e, n) => e.querySelector('pre').textContent.includes(n)", needle)
+        assert not ui.on_screen(needle)
+        print(f"find-in-page showed the folded match in {ui.find_in_page(needle):.2f} s")  # fails unless on screen
+        assert fold.evaluate("e => e.open")
+        summary = fold.locator("summary")
+        box = summary.bounding_box()  # sticky: the way to fold it again is beside the match
+        assert box is not None and 0 <= box["y"] and box["y"] + box["height"] <= page.viewport_size["height"]
+        summary.click()
+        page.wait_for_function("() => !document.querySelector('.lsf-main-view details.fold').open")
+        assert not ui.on_screen(needle)
         ui.choose_verdict("accept")  # still usable: the controls answer
-        assert ui.page.locator(".lsf-main-view input[type=radio][name='accept']").is_checked()
+        assert page.locator(".lsf-main-view input[type=radio][name='accept']").is_checked()
         assert ui.field_values()["c2__dest_id"] == "$var_1.data[0].dest_id$"

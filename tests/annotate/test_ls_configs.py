@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ElementTree
+
 import pytest
 
 from annotate.configs import (JUNIOR, QA_REVIEW, SENIOR, SPECS, ConfigError, contract_problems, load_config,
@@ -55,3 +57,13 @@ def test_a_wrong_to_name_fails_the_sdk_check() -> None:
 
 def test_broken_xml_is_reported_not_raised() -> None:
     assert contract_problems("<View><Text name='t' value='$t'></View>", QA_REVIEW)[0].startswith("not well-formed XML")
+
+
+@pytest.mark.parametrize("spec", list(SPECS.values()), ids=list(SPECS))
+def test_no_shipped_style_holds_what_label_studio_escapes(spec) -> None:
+    """Label Studio passes a <Style>'s text through its HTML sanitiser, which writes `>` as `&gt;`
+    (and `<`, `&` likewise): a rule with a child combinator then silently never applies, as the
+    sticky fold summary did until this was found in the browser."""
+    styles = [element.text or "" for element in ElementTree.fromstring(load_config(spec)).iter("Style")]
+    assert styles, "every shipped config styles its task view"
+    assert not [char for text in styles for char in "<>&" if char in text]

@@ -127,3 +127,25 @@ def test_nestful_math_paths_replay_from_a_recording(tmp_path: Path):
     assert all(result.ok for result in results)
     assert all(result.matches_gold(NESTFUL_COMPARISON) for result in results)
     assert replay.misses == 0
+
+
+def test_a_store_on_disk_answers_as_the_one_in_memory(tmp_path: Path):
+    """DiskCalls (evaluate's store of every response of its split) keeps the store's behaviour:
+    first response kept, conflicts counted, values exact, the same saved bytes."""
+    from fcbench.environments.recorded import DiskCalls
+
+    calls = DiskCalls()
+    on_disk, in_memory = RecordedStore(HOTEL_TOOLS, calls=calls), RecordedStore(HOTEL_TOOLS)
+    for store in (on_disk, in_memory):
+        store.add_samples([hotel_sample()])
+        assert store.add("get_rooms", {"hotel_id": 7}, {"rooms": 3, "price": 0.1 + 0.2, "big": 10**30})
+        assert not store.add("get_rooms", {"hotel_id": 7.0}, {"rooms": 4})
+    assert (len(on_disk), on_disk.conflicts) == (len(in_memory), in_memory.conflicts) == (3, 1)
+    assert on_disk.lookup("get_rooms", {"hotel_id": 7}).response == {"rooms": 3, "price": 0.1 + 0.2, "big": 10**30}
+    assert on_disk.lookup("get_rooms", {"hotel_id": 8}) is None
+    on_disk.save(tmp_path / "disk.json")
+    in_memory.save(tmp_path / "memory.json")
+    assert (tmp_path / "disk.json").read_bytes() == (tmp_path / "memory.json").read_bytes()
+    del calls[next(iter(calls))]
+    assert len(calls) == 2
+    calls.close()

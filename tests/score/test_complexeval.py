@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from fcbench.environments.recorded import UNKNOWN_CALL_RESPONSE, RecordedEnvironment, RecordedStore
 from fcbench.formats import Rejected, read_samples
-from fcbench.sample import Sample
+from fcbench.sample import Call, Sample, Tool
 from fcbench.score import metric_family
 from fcbench.score.complexeval import (
     COMPLEXFUNCBENCH_OPTIONAL_FUNCTIONS,
@@ -31,8 +31,11 @@ from fcbench.score.complexeval import (
     run_trajectory,
     score_complexeval,
     score_trajectory,
+    typed_difference,
+    typed_difference_layer,
     value_in_text,
 )
+from fcbench.score.matching import MatchLayer, match_call
 
 EXAMPLE = REPO / "datasets" / "complexfuncbench-example" / "trips.jsonl"
 
@@ -372,3 +375,65 @@ def test_arguments_that_are_not_json_are_fed_back_as_a_format_error() -> None:
     assert session.respond([{"function": {"name": "Search_Hotel_Destination", "arguments": '{"query": "Shibuya"}'}}]) == [
         s.calls[0][0].response
     ]
+
+
+# --------------------------------------------------------------------------- typed differences (no judge)
+TRAVEL_SCHEMA = {"type": "object", "properties": {
+    "query": {"type": "string"},
+    "fromId": {"type": "string"},
+    "block_id": {"type": "string"},
+    "arrival_date": {"type": "string", "format": "date", "pattern": r"^\d{4}-\d{2}-\d{2}$"},
+    "pick_up_time": {"type": "string", "pattern": r"^([01]\d|2[0-3]):[0-5]\d$"},
+    "latitude": {"type": "number"},
+    "adults": {"type": "integer", "default": 1},
+    "price_max": {"type": "number"},
+    "radius": {"type": "number", "description": "Search radius in km, 5 by default."},
+    "sort_by": {"type": "string", "enum": ["price", "distance"], "default": "distance"},
+    "tags": {"type": "array", "items": {"type": "string"}},
+}}
+
+
+@pytest.mark.parametrize("predicted, gold", [
+    ({"arrival_date": "2025-11-16"}, {"arrival_date": "2025-11-15"}),  # another date
+    ({"pick_up_time": "18:45"}, {"pick_up_time": "17:45"}),  # another time
+    ({"adults": 2}, {}),  # another number of people than the default
+    ({"latitude": 48.75}, {"latitude": 48.8566}),  # not a rounding of it (48.9 would be)
+    ({"sort_by": "price"}, {"sort_by": "distance"}),  # another sort order
+    ({"block_id": "BLK_a1"}, {"block_id": "BLK_b2"}),  # another id
+    ({"fromId": "LHR.AIRPORT"}, {"fromId": "LGW.AIRPORT"}),  # another airport id
+    ({"price_max": 180}, {}),  # a filter on one side only
+    ({"query": "Paris"}, {"query": "Paris", "arrival_date": "2025-11-15"}),  # a typed parameter left out
+])
+def test_typed_differences_are_settled_without_a_judge(predicted: dict, gold: dict) -> None:
+    assert typed_difference(predicted, gold, TRAVEL_SCHEMA) is not None
+
+
+@pytest.mark.parametrize("predicted, gold", [
+    ({"query": "NY"}, {"query": "New York"}),  # free text: the judge's question
+    ({"fromId": "LHR.AIRPORT"}, {"fromId": "London Heathrow"}),  # an id written as a name
+    ({"fromId": "LHR"}, {"fromId": "LHR.AIRPORT"}),  # one id inside the other: maybe a shorter spelling
+    ({"latitude": 48.86}, {"latitude": 48.8566}),  # a rounding: judgement
+    ({"latitude": 48.8566}, {"latitude": 48.86}),
+    ({"arrival_date": "15/11/2025"}, {"arrival_date": "2025-11-15"}),  # not ISO: cannot parse, undecided
+    ({"tags": ["a"]}, {"tags": ["b"]}),  # lists are not settled
+    ({"query": "Paris", "note": "near the river"}, {"query": "Paris"}),  # free text on one side only
+    ({"adults": 1}, {}),  # the default written out: no difference at all
+    ({"radius": 5}, {}),  # a default only the description gives: the judge applies it
+])
+def test_what_needs_judgement_is_left_to_the_judge(predicted: dict, gold: dict) -> None:
+    assert typed_difference(predicted, gold, TRAVEL_SCHEMA) is None
+
+
+def test_typed_difference_layer_sits_before_the_judge_and_never_matches() -> None:
+    asked = []
+    judge = MatchLayer("llm", lambda predicted, gold, tool: asked.append(predicted.arguments) or True)
+    tool = Tool(name="Search", description="", parameters=TRAVEL_SCHEMA)
+    gold = Call(label="var_1", name="Search", arguments={"query": "Paris", "arrival_date": "2025-11-15"})
+    layers = [typed_difference_layer(), judge]
+    settled = match_call({"name": "Search", "arguments": {"query": "Paris", "arrival_date": "2025-11-16"}}, gold,
+                         tool, layers=layers)
+    judged = match_call({"name": "Search", "arguments": {"query": "Paris, France", "arrival_date": "2025-11-15"}},
+                        gold, tool, layers=layers)
+    assert (settled.matched, settled.layer, settled.error_type) == (False, "rule_typed", "value_error")
+    assert (judged.matched, judged.layer) == (True, "llm")
+    assert asked == [{"query": "Paris, France", "arrival_date": "2025-11-15"}]
