@@ -84,13 +84,13 @@ def run_stage2_push(pipeline: PipelineConfig, connection: Connection | None = No
     team: dict[str, Any] = {}
     assign: Callable[[dict[str, Any]], None] = lambda task: None  # noqa: E731
     if annotators:  # a team: accounts first, then each task assigned to `overlap` of them
-        from annotate.team import assign_in_task, ensure_annotators
+        from annotate.team import assign_in_task, assign_tasks, ensure_annotators
 
         with server_errors(connection, "creating annotator accounts"):
             members = ensure_annotators(studio, connection.url, client, annotators)
         emails, user_ids = [member.email for member in members], {member.email: member.user_id for member in members}
         load = {email: 0 for email in emails}
-        assign_in_task({"data": {"sample_id": ""}}, emails, overlap, pipeline.seed)  # a bad --overlap fails first
+        assign_tasks([], emails, overlap, pipeline.seed)  # a bad --overlap fails before any task is built
 
         def assign(task: dict[str, Any]) -> None:
             for email in assign_in_task(task, emails, overlap, pipeline.seed, user_ids):
