@@ -29,6 +29,7 @@ from annotate.tasks import (Correction, JuniorAnswer, SeniorAnswer, ToolCatalog,
                             build_senior_correction, draft_of)
 from annotate.team import ASSIGNED_FIELD, ASSIGNED_IDS_FIELD, OVERLAP_FIELD
 from fcbench.environments import Environment
+from fcbench.progress import StageProgress
 from fcbench.sample import Sample
 
 EXPORT_TIMEOUT_S = 600.0
@@ -124,23 +125,33 @@ def process_tasks(tasks: Iterable[dict[str, Any]], kind: str, builder: Builder,
     `on_outcome` sees each outcome as soon as it is made, before the next task is read: a pull of
     a streamed export finishes with each task there (and may drop what it no longer needs)."""
     outcomes: list[TaskOutcome] = []
-    for position, task in enumerate(tasks):
-        data = task.get("data") if isinstance(task, dict) else None
-        task_id = task.get("id") if isinstance(task, dict) else None
-        if not isinstance(task_id, int) or not isinstance(data, dict):
-            # One broken task in an export is that task's reject, never the whole pull's failure.
-            outcome = _malformed(task_id, position, "the task has no integer id or no data object")
-        elif data.get("kind") != kind:
-            continue
-        else:
-            try:
-                outcome = _process_task(task, data, builder, environment, users or {}, stage, project_id, catalog)
-            except (AttributeError, KeyError, TypeError, ValueError) as exc:
-                outcome = _malformed(task_id, position, f"{type(exc).__name__}: {exc}", data)
-        if on_outcome is not None:
-            on_outcome(outcome)
-        outcomes.append(outcome)
+    with StageProgress(f"{stage} pull", None) as progress:  # counting also checks the memory ceiling
+        for position, task in enumerate(tasks):
+            progress.advance()
+            outcome = _outcome_of(task, position, kind, builder, environment, users, stage, project_id, catalog)
+            if outcome is None:
+                continue
+            if on_outcome is not None:
+                on_outcome(outcome)
+            outcomes.append(outcome)
     return outcomes
+
+
+def _outcome_of(task: Any, position: int, kind: str, builder: Builder, environment: Callable[[], Environment | None],
+                users: dict[int, str] | None, stage: str, project_id: int | None,
+                catalog: ToolCatalog | None) -> TaskOutcome | None:
+    """One task's outcome (None: a task of another kind, not this pull's)."""
+    data = task.get("data") if isinstance(task, dict) else None
+    task_id = task.get("id") if isinstance(task, dict) else None
+    if not isinstance(task_id, int) or not isinstance(data, dict):
+        # One broken task in an export is that task's reject, never the whole pull's failure.
+        return _malformed(task_id, position, "the task has no integer id or no data object")
+    if data.get("kind") != kind:
+        return None
+    try:
+        return _process_task(task, data, builder, environment, users or {}, stage, project_id, catalog)
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        return _malformed(task_id, position, f"{type(exc).__name__}: {exc}", data)
 
 
 def _malformed(task_id: Any, position: int, detail: str, data: dict[str, Any] | None = None) -> TaskOutcome:

@@ -20,6 +20,7 @@ from typing import Any, Iterable, Sequence
 
 from annotate.client import Connection, raw_request, server_errors
 from annotate.configs import ConfigSpec, PredictionValidator, validated_config
+from fcbench.progress import StageProgress
 
 IMPORT_BATCH = 500  # tasks per import request: well under the server's 200 MB limit for drafts of a few KB
 IMPORT_BATCH_BYTES = 16 * 2**20  # and at most this much task JSON per request (the server parses it whole)
@@ -182,26 +183,28 @@ def push_tasks(connection: Connection, client: Any, title: str, spec: ConfigSpec
             counts[Action.CREATE.value] += len(batch)
         batch, batch_size_bytes = [], 0
 
-    for task in tasks:
-        task = with_model_version(task, model_version)
-        data_keys.update(task["data"])
-        problems = [problem for prediction in task.get("predictions", []) for problem in validator.problems(prediction)]
-        if problems:
-            summary.invalid.append({"id": task["data"]["sample_id"], "reason": "invalid_prediction", "problems": problems})
-            continue
-        item = planner.plan(task)
-        if item.action is Action.CREATE:
-            size = len(json.dumps(task, ensure_ascii=False).encode("utf-8"))
-            if batch and (len(batch) >= batch_size or batch_size_bytes + size > batch_bytes):
-                import_batch()
-            batch.append(task)
-            batch_size_bytes += size
-        elif item.action is Action.UPDATE and item.existing is not None:
-            with server_errors(connection, "updating changed drafts"):
-                replace_untouched_task(client, project_id, item.existing.id, item.task)
-            counts[Action.UPDATE.value] += 1
-        else:
-            counts[item.action.value] += 1
+    with StageProgress("push", None) as progress:  # counting also checks the memory ceiling
+        for task in tasks:
+            progress.advance()
+            task = with_model_version(task, model_version)
+            data_keys.update(task["data"])
+            problems = [problem for prediction in task.get("predictions", []) for problem in validator.problems(prediction)]
+            if problems:
+                summary.invalid.append({"id": task["data"]["sample_id"], "reason": "invalid_prediction", "problems": problems})
+                continue
+            item = planner.plan(task)
+            if item.action is Action.CREATE:
+                size = len(json.dumps(task, ensure_ascii=False).encode("utf-8"))
+                if batch and (len(batch) >= batch_size or batch_size_bytes + size > batch_bytes):
+                    import_batch()
+                batch.append(task)
+                batch_size_bytes += size
+            elif item.action is Action.UPDATE and item.existing is not None:
+                with server_errors(connection, "updating changed drafts"):
+                    replace_untouched_task(client, project_id, item.existing.id, item.task)
+                counts[Action.UPDATE.value] += 1
+            else:
+                counts[item.action.value] += 1
     import_batch()
     counts["invalid"] = len(summary.invalid)
     with server_errors(connection, "setting up the task list"):
