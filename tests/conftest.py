@@ -15,6 +15,16 @@ EXTERNAL = REPO.parent / "shared" / "external"
 TEST_DATA = REPO / "tests" / "data"
 
 
+@pytest.fixture(autouse=True)
+def _memory_ceiling_restored():
+    """A test that sets the memory ceiling (fcbench.memory) leaves the default to the next one."""
+    from fcbench.memory import memory_ceiling_mb, set_memory_ceiling
+
+    before = memory_ceiling_mb()
+    yield
+    set_memory_ceiling(before)
+
+
 @pytest.fixture
 def external() -> Path:
     assert EXTERNAL.is_dir(), f"published files expected at {EXTERNAL}"

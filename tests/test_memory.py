@@ -7,18 +7,11 @@ import pytest
 from typer.testing import CliRunner
 
 from fcbench.cli import app
-from fcbench.memory import MemoryCeilingExceeded, memory_ceiling_mb, resident_mb, set_memory_ceiling
+from fcbench.memory import MemoryCeilingExceeded, resident_mb, set_memory_ceiling
 from fcbench.progress import StageProgress
 from test_filter import _write_pipeline, one_of_each_failure
 
 runner = CliRunner()
-
-
-@pytest.fixture(autouse=True)
-def _restore_ceiling():
-    before = memory_ceiling_mb()
-    yield
-    set_memory_ceiling(before)
 
 
 def test_resident_memory_is_measured_for_real():

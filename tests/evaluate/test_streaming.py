@@ -7,7 +7,6 @@ from __future__ import annotations
 import tracemalloc
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from fcbench.cli import app
@@ -15,20 +14,13 @@ from fcbench.config import LLMConfig
 from fcbench.evaluate.runner import evaluate
 from fcbench.formats import read_samples, write_samples
 from fcbench.llm.mock_server import MockLLMServer
-from fcbench.memory import memory_ceiling_mb, resident_mb, set_memory_ceiling
+from fcbench.memory import resident_mb
 from fcbench.sample import Sample
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "datasets" / "complexfuncbench-example" / "trips.jsonl"
 PADDING = 400_000  # characters of recorded response per sample: a long-context sample
 runner = CliRunner()
-
-
-@pytest.fixture(autouse=True)
-def _restore_ceiling():
-    before = memory_ceiling_mb()
-    yield
-    set_memory_ceiling(before)
 
 
 def _example() -> list[Sample]:
