@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from fcbench.progress import counted, lines_in
 from fcbench.config import PipelineConfig
 from fcbench.context import VALIDATED
 from fcbench.conversation import (DIALOG_ACT_TITLES, DIALOG_ACTS, SETS, ConversationError, calls_from_messages,
@@ -117,7 +118,7 @@ def export_conversations(source: Path, build_dir: Path, pipeline: PipelineConfig
     summary = ConversationExportSummary(str(source))
     rejects: list[dict[str, Any]] = []
     by_split: dict[str, list[Sample]] = {}
-    for item in read_samples(source, "fcbench"):
+    for item in counted(read_samples(source, "fcbench"), "export conversations", lines_in(source)):
         summary.total += 1
         if not isinstance(item, Sample):
             rejects.append({"id": None, "reason": "unreadable", "detail": f"{item.source}: {item.reason}"})

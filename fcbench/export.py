@@ -47,7 +47,7 @@ from fcbench.errors import UserError
 from fcbench.formats import FORMATS, FormatError, FormatOptions, Rejected, read_samples, write_samples
 from fcbench.jsonl import dumps_line, write_json
 from fcbench.output_guard import guard_counts
-from fcbench.progress import StageProgress, lines_in
+from fcbench.progress import counted, lines_in
 from fcbench.sample import Sample, sample_to_dict
 from fcbench.rows import COLUMN_DOCS, PARQUET_SCHEMA, SHAPE_COLUMNS, row_chars, sample_to_row
 from fcbench.splits import assign_split, template_key
@@ -463,8 +463,8 @@ def export_samples(source: Path, paths: ExportPaths, settings: ExportSettings, *
     os.chmod(work_dir, 0o777 & ~_umask())  # mkdtemp's 0700 would hide the export from other users
     exporter = _Exporter(source, settings, work_dir, copy_formats)
     try:
-        with _StatsBeside(source) as card_stats, StageProgress("export", lines_in(source)) as progress:
-            for _ in _counted(exporter.samples(), progress):
+        with _StatsBeside(source) as card_stats:
+            for _ in counted(exporter.samples(), "export", lines_in(source)):
                 pass
             stats = card_stats.result()
         splits = exporter.finish_splits()
@@ -493,12 +493,6 @@ def export_samples(source: Path, paths: ExportPaths, settings: ExportSettings, *
                         f"reasons in {rejects})")
     guarded.finish()
     return summary
-
-
-def _counted(items: Iterator[Any], progress: StageProgress) -> Iterator[Any]:
-    for item in items:
-        progress.advance()
-        yield item
 
 
 def _umask() -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import IO, Any, Awaitable, TypeVar
+from typing import IO, Any, Awaitable, Iterable, Iterator, TypeVar
 
 from fcbench.memory import CHECK_EVERY_S, check_memory
 
@@ -75,6 +75,14 @@ class StageProgress:
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:
             self._bar.stop()
+
+
+def counted(items: Iterable[T], label: str, total: int | None) -> Iterator[T]:
+    """Items as they are read, each counted on a StageProgress (progress, and the memory ceiling)."""
+    with StageProgress(label, total) as progress:
+        for item in items:
+            progress.advance()
+            yield item
 
 
 def lines_in(path: str | os.PathLike[str]) -> int:

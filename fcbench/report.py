@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fcbench.progress import counted
 from fcbench.formats import Rejected, read_samples
 from fcbench.jsonl import JsonLine, iter_json_lines, write_json, write_text
 from fcbench.sample import Sample, path_shape
@@ -187,7 +188,7 @@ def dataset_section(items: Iterable[Sample | Rejected], source: str) -> DatasetS
     steps: Counter[int] = Counter()
 
     def counting_steps() -> Iterator[Sample | Rejected]:
-        for item in items:
+        for item in counted(items, f"report: {Path(source).name}", None):  # also checks the memory ceiling
             if isinstance(item, Sample):
                 steps[path_shape(item).n_steps] += 1
             yield item

@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from fcbench.progress import StageProgress, progress_of
 from fcbench.catalog.openai import openai_tool_param
 from fcbench.config import PipelineConfig
 from fcbench.conversation import Scenario, conversation_environment, conversation_sample, tool_call, tool_result
@@ -229,8 +230,9 @@ def draft_with_llm(pipeline: PipelineConfig, scenarios: Sequence[Scenario], tool
         try:
             async with LLMClient(pipeline.llm, cache, jitter_seed=pipeline.seed) as client:
                 drafter = ConversationDrafter(pipeline, client, environment, prompts)
-                results = await asyncio.gather(*(drafter.draft(index, scenario, tools)
-                                                 for index, scenario in enumerate(scenarios)))
+                with StageProgress("stage1 conversations", len(scenarios)) as progress:
+                    results = await asyncio.gather(*(progress_of(drafter.draft(index, scenario, tools), progress)
+                                                     for index, scenario in enumerate(scenarios)))
                 return list(results), client.summary()
         finally:
             cache.close()
