@@ -68,7 +68,7 @@ class FilterSummary:
     # made, so the export's card, the report and `stats` find every count in the token cache
     context: dict[str, Any] = field(default_factory=dict)
     # ComplexFuncBench's Table 3 row of the validated file as a whole (fcbench.stats), measured
-    # once here and cached by the file's content for the export's card, the report and `stats`
+    # once here and cached by the file's content for the export's card (fcbench.validated_file)
     shape: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:

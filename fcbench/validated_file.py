@@ -6,9 +6,10 @@ dataset card's Table 3 and what makes the samples hard: fcbench.stats), which co
 measure as the export itself on long-context benchmarks (a token count of every response). They
 are a pure function of the file's bytes and of the code that measures them, so they are cached on
 disk under the SHA-256 of both (`$FCBENCH_STATS_CACHE`, default `~/.cache/fcbench/stats/`; `off`
-disables it): the filter measures the file it has just written, and the export's card, the report
-and `stats` then read the figures instead of measuring again. A cache entry that cannot be read or
-written is ignored (measured again), never an error.
+disables it): the filter measures the file it has just written, and the export's card then reads
+the figures instead of measuring again (the report and `stats` measure what they read, with the
+token counts cached). A cache entry that cannot be read or written is ignored (measured again),
+never an error.
 """
 
 from __future__ import annotations
