@@ -262,7 +262,7 @@ class QueryFacts:
                 return Derivation("date.spelled", words)
         anchors = [(iso, words) for iso, words in self.spelled_dates]
         anchors += [(other, other) for other in other_values if isinstance(other, str) and other != value
-                    and _is_iso_date(other)]
+                    and is_iso_date(other)]
         shifts = [(days, words) for days, words in self.durations] + self.offsets
         for iso, anchor_words in anchors:
             anchor = date.fromisoformat(iso)
@@ -304,7 +304,8 @@ def _close(expected: float, value: float) -> bool:
     return abs(expected - value) <= max(0.011 * abs(expected), 0.05)
 
 
-def _is_iso_date(text: str) -> bool:
+def is_iso_date(text: str) -> bool:
+    """A date written YYYY-MM-DD (what the travel schemas ask for), nothing shorter or longer."""
     try:
         date.fromisoformat(text)
     except ValueError:

@@ -28,6 +28,7 @@ from datetime import date, timedelta
 from typing import Any, Sequence
 
 from fcbench.conversation import Scenario, tool_call, tool_result
+from fcbench.derivation import is_iso_date
 from fcbench.environments import Environment
 from fcbench.references import iter_references
 from fcbench.resolve import CallSite, UnresolvedReference, resolve_arguments
@@ -113,17 +114,9 @@ def _literal_dates(calls: Sequence[Call]) -> list[tuple[Call, str, str]]:
     found = []
     for call in calls:
         for name, value in call.arguments.items():
-            if isinstance(value, str) and not list(iter_references(value)) and _is_iso_date(value):
+            if isinstance(value, str) and not list(iter_references(value)) and is_iso_date(value):
                 found.append((call, name, value))
     return found
-
-
-def _is_iso_date(text: str) -> bool:
-    try:
-        date.fromisoformat(text)
-    except ValueError:
-        return False
-    return len(text) == 10
 
 
 def _spoken(name: str) -> str:
