@@ -28,6 +28,7 @@ from fcbench.config import PipelineConfig
 from fcbench.constraints import PICKS_META, PickRulesError, PickSpec, load_pick_rules
 from fcbench.context import DRAFTS, pipeline_catalog
 from fcbench.environments import Environment
+from fcbench.environments.from_config import environment_for
 from fcbench.errors import UserError
 from fcbench.json_values import json_leaves_with_paths
 from fcbench.formats import read_samples
@@ -100,13 +101,8 @@ def run_stage1(pipeline: PipelineConfig, offline: bool = False, environment: Env
     paths = Stage1Paths.in_dir(pipeline.build_dir)
     with StagedFile(paths.drafts) as drafts, StagedFile(paths.rejects) as rejects:
         written = _Written(drafts, rejects)
-        if environment is None:
-            from fcbench.environments.from_config import open_environment
-
-            with open_environment(pipeline, []) as opened:
-                generator, llm_summary = _generate(pipeline, tools, graph, pools, opened, use_llm, written)
-        else:
-            generator, llm_summary = _generate(pipeline, tools, graph, pools, environment, use_llm, written)
+        with environment_for(pipeline, [], environment) as opened:
+            generator, llm_summary = _generate(pipeline, tools, graph, pools, opened, use_llm, written)
         guarded = place_guarded(drafts, rejects, force=force, min_share=pipeline.min_output_share)
     summary = _summary(pipeline, written, generator, use_llm, llm_summary)
     finish_summary(guarded, summary, {"drafts": paths.drafts, "rejects": paths.rejects}, paths.summary)

@@ -25,6 +25,7 @@ import asyncio
 import json
 import random
 import re
+from contextlib import nullcontext
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,7 @@ from fcbench.catalog.openai import openai_tool_param
 from fcbench.config import FilterConfig, PipelineConfig
 from fcbench.constraints import PICKS_META, first_entries, pick_problems, repoint
 from fcbench.environments import Environment
+from fcbench.environments.from_config import environment_for
 from fcbench.errors import UserError
 from fcbench.execution import execute_gold_path
 from fcbench.verdicts import static_verdict
@@ -284,15 +286,11 @@ def run_stage3(pipeline: PipelineConfig, offline: bool = False, from_file: Path 
     with StagedFile(paths.candidates) as candidates, StagedFile(paths.rejects) as rejects:
         written = _Written(candidates, rejects)
         templates = written.templates_of(source)
-        if environment is None and fill != "annotators":
-            from fcbench.environments.from_config import open_environment
-
-            # a first pass over the file gives the environment its tools: the templates are read again below
-            readable = (item for item in read_samples(source, "fcbench") if isinstance(item, Sample))
-            with open_environment(pipeline, readable) as opened:
-                llm_summary = _generate(pipeline, templates, lines_in(source), pools, opened, use_llm, written)
-        else:
-            llm_summary = _generate(pipeline, templates, lines_in(source), pools, environment, use_llm, written)
+        # a first pass over the file gives the environment its tools (read only if one is opened)
+        readable = (item for item in read_samples(source, "fcbench") if isinstance(item, Sample))
+        # annotators fill the arguments: nothing is executed, no environment is needed
+        with (nullcontext(environment) if fill == "annotators" else environment_for(pipeline, readable, environment)) as opened:
+            llm_summary = _generate(pipeline, templates, lines_in(source), pools, opened, use_llm, written)
         guarded = place_guarded(candidates, rejects, force=force, min_share=pipeline.min_output_share)
     summary = _summary(pipeline, source, written, use_llm, llm_summary)
     finish_summary(guarded, summary, {"candidates": paths.candidates, "rejects": paths.rejects}, paths.summary)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from typing import Iterable, Sequence
 
 from fcbench.config import PipelineConfig
@@ -33,6 +34,13 @@ def open_environment(pipeline: PipelineConfig, samples: Iterable[Sample]) -> Env
         raise UserError(f"pipeline {pipeline.name!r}: unknown environment kind {settings.kind!r}, "
                         f"available: {', '.join(ENVIRONMENTS)}")
     return ENVIRONMENTS[settings.kind](pipeline, pipeline_tools(pipeline, samples))
+
+
+def environment_for(pipeline: PipelineConfig, samples: Iterable[Sample],
+                    given: Environment | None) -> AbstractContextManager[Environment]:
+    """`given` as it is (an environment the caller opened and closes: tests, a shared pool), else
+    the pipeline's, opened for the block and closed after it (`samples` give it its tools)."""
+    return nullcontext(given) if given is not None else open_environment(pipeline, samples)
 
 
 def _python_environment(pipeline: PipelineConfig, tools: list[Tool]) -> Environment:
