@@ -77,6 +77,18 @@ def _chat_requests(server: MockLLMServer) -> int:
         return json.load(response)["chat_requests"]
 
 
+def _travel_pipeline(tmp_path, candidates, base_url: str):
+    """The travel world filtering `candidates` with the semantic check asked at `base_url`."""
+    (tmp_path / "pipelines.yaml").write_text(
+        "pipelines:\n  travel:\n"
+        f"    dataset_dir: {tmp_path / 'dataset'}\n"
+        f"    tools: {TRAVEL / 'tools.json'}\n"
+        f"    environment: {{kind: python, module: {TRAVEL / 'tools.py'}, workers: 1}}\n"
+        f"    llm: {{model: mock-model, base_url: '{base_url}', max_retries: 0}}\n"
+        f"    stages:\n      filter: {{input: {candidates}, grounding: reject}}\n", encoding="utf-8")
+    return load_pipelines(tmp_path / "pipelines.yaml").get_pipeline("travel")
+
+
 def test_each_question_gives_its_reject_reason(samples, tmp_path):
     with MockLLMServer(responder=judge) as server:
         config = LLMConfig(model="mock-model", base_url=server.base_url, max_retries=0)
@@ -114,14 +126,7 @@ def test_filter_stage_runs_the_semantic_check_when_an_llm_is_configured(samples,
     candidates = tmp_path / "candidates.jsonl"
     candidates.write_text("".join(json.dumps(sample_to_dict(s)) + "\n" for s in samples[:4]), encoding="utf-8")
     with MockLLMServer(responder=judge) as server:
-        (tmp_path / "pipelines.yaml").write_text(
-            "pipelines:\n  travel:\n"
-            f"    dataset_dir: {tmp_path / 'dataset'}\n"
-            f"    tools: {TRAVEL / 'tools.json'}\n"
-            f"    environment: {{kind: python, module: {TRAVEL / 'tools.py'}, workers: 1}}\n"
-            f"    llm: {{model: mock-model, base_url: '{server.base_url}', max_retries: 0}}\n"
-            f"    stages:\n      filter: {{input: {candidates}, grounding: reject}}\n", encoding="utf-8")
-        pipeline = load_pipelines(tmp_path / "pipelines.yaml").get_pipeline("travel")
+        pipeline = _travel_pipeline(tmp_path, candidates, server.base_url)
         summary = run_filter_stage(pipeline)
         rejects = [json.loads(line) for line in (pipeline.build_dir / "validated.rejects.jsonl").read_text().splitlines()]
         offline = run_filter_stage(pipeline, offline=True)
@@ -145,14 +150,7 @@ def test_a_value_no_grounding_rule_explains_is_left_to_the_semantic_check_and_fa
     candidates = tmp_path / "candidates.jsonl"
     candidates.write_text("".join(json.dumps(sample_to_dict(s)) + "\n" for s in deferred), encoding="utf-8")
     with MockLLMServer(responder=judge) as server:
-        (tmp_path / "pipelines.yaml").write_text(
-            "pipelines:\n  travel:\n"
-            f"    dataset_dir: {tmp_path / 'dataset'}\n"
-            f"    tools: {TRAVEL / 'tools.json'}\n"
-            f"    environment: {{kind: python, module: {TRAVEL / 'tools.py'}, workers: 1}}\n"
-            f"    llm: {{model: mock-model, base_url: '{server.base_url}', max_retries: 0}}\n"
-            f"    stages:\n      filter: {{input: {candidates}, grounding: reject}}\n", encoding="utf-8")
-        pipeline = load_pipelines(tmp_path / "pipelines.yaml").get_pipeline("travel")
+        pipeline = _travel_pipeline(tmp_path, candidates, server.base_url)
         judged = run_filter_stage(pipeline)
         kept = [json.loads(line) for line in (pipeline.build_dir / "validated.jsonl").read_text().splitlines()]
         offline = run_filter_stage(pipeline, offline=True, force=True)  # nothing kept: --force writes it

@@ -121,14 +121,19 @@ def test_annotations_of_other_drafts_are_refused_as_stale_unless_allowed(tmp_pat
     assert allowed.counts["gold"] == 3
 
 
-def test_the_amadeus_export_raises_no_warning_on_drafts_accepted_without_disambiguation(tmp_path) -> None:
-    """Issue 15: the old panel raised 2-11 warnings on each of these drafts although every pick is
-    named in the query ("locationId the second result"); the annotators deleted no entry."""
+def _amadeus_pipeline(tmp_path):
+    """The amadeus pipeline answering from its recorded responses, built in tmp_path."""
     file = tmp_path / "pipelines.yaml"
     file.write_text(f"pipelines:\n  amadeus:\n    dataset_dir: {tmp_path / 'dataset'}\n    seed: 1\n"
                     f"    tools: {REPO / 'datasets/amadeus/tools.json'}\n    environment:\n      kind: http\n"
                     f"      responses: {REPO / 'datasets/amadeus/recorded.json'}\n", encoding="utf-8")
-    pipeline = load_pipelines(file).get_pipeline("amadeus")
+    return load_pipelines(file).get_pipeline("amadeus")
+
+
+def test_the_amadeus_export_raises_no_warning_on_drafts_accepted_without_disambiguation(tmp_path) -> None:
+    """Issue 15: the old panel raised 2-11 warnings on each of these drafts although every pick is
+    named in the query ("locationId the second result"); the annotators deleted no entry."""
+    pipeline = _amadeus_pipeline(tmp_path)
     export = REPO / "datasets" / "amadeus" / "annotations" / "stage2_export.json"
     shown_at_push = sum(len(task["data"]["ambiguity"]) for task in json.loads(export.read_text()))
     report = run_stage2_pull(pipeline, from_export=export)
@@ -146,11 +151,7 @@ def test_tasks_carrying_tools_by_catalog_hash_are_checked_for_staleness_too(tmp_
     from annotate.tasks import draft_of
     from fcbench.sample import sample_to_dict
 
-    file = tmp_path / "pipelines.yaml"
-    file.write_text(f"pipelines:\n  amadeus:\n    dataset_dir: {tmp_path / 'dataset'}\n    seed: 1\n"
-                    f"    tools: {REPO / 'datasets/amadeus/tools.json'}\n    environment:\n      kind: http\n"
-                    f"      responses: {REPO / 'datasets/amadeus/recorded.json'}\n", encoding="utf-8")
-    pipeline = load_pipelines(file).get_pipeline("amadeus")
+    pipeline = _amadeus_pipeline(tmp_path)
     export = REPO / "datasets" / "amadeus" / "annotations" / "stage2_export.json"
     tasks = json.loads(export.read_text())
     catalog = annotation_catalog(pipeline)
