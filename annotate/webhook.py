@@ -8,7 +8,7 @@ its pid, URL, pipeline and the shared secret, `<studio dir>/webhook.log` its out
 stop` stops it with the server. The receiver registers a Label Studio webhook (ANNOTATION_CREATED,
 ANNOTATION_UPDATED, with payload and the secret as a header) on each of the pipeline's projects,
 and looks again every few seconds for projects pushed since. Label Studio refuses loopback webhook
-URLs unless SSRF_PROTECTION_ENABLED=false, which `annotate.studio` sets for the server it starts.
+URLs unless SSRF_PROTECTION_ENABLED=false, which `annotate.studio.server` sets for the server it starts.
 
 Why a queue. Without Redis, Label Studio sends a webhook inside the annotator's own request, with
 a 1 s timeout, and never retries. So the handler only parses the body and queues the task id (a
@@ -50,20 +50,20 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from annotate.client import Connection, open_client
-from annotate.rework import REWORK_MARKERS_FIELD, real_annotations, server_task, sync_rework
-from annotate.push import find_project, list_tasks
-from annotate.live_check import (ACTIONS, LIVE_CHECKS_FIELD, BadEvent, LiveCheck, annotation_key,
+from annotate.studio.client import Connection, open_client
+from annotate.studio.rework import REWORK_MARKERS_FIELD, real_annotations, server_task, sync_rework
+from annotate.exchange.push import find_project, list_tasks
+from annotate.review.live_check import (ACTIONS, LIVE_CHECKS_FIELD, BadEvent, LiveCheck, annotation_key,
                                  check_from_outcome, parse_event, stored_checks, task_view)
-from annotate.pull import junior_builder, process_tasks, senior_builder
-from annotate.pulling import (LazyEnvironment, annotation_catalog, draft_fingerprints, drafts_in_tasks,
+from annotate.exchange.pull import junior_builder, process_tasks, senior_builder
+from annotate.exchange.shared import (LazyEnvironment, annotation_catalog, draft_fingerprints, drafts_in_tasks,
                               pipeline_environment, refuse_stale_drafts)
-from annotate.studio import StudioConfig, StudioError
-from annotate.tasks import JUNIOR_KIND, STAGE2_KIND, ToolCatalog
-from annotate.team import ASSIGNED_FIELD, ASSIGNED_IDS_FIELD, OVERLAP_FIELD
+from annotate.studio.server import StudioConfig, StudioError
+from annotate.tasks.single import JUNIOR_KIND, STAGE2_KIND, ToolCatalog
+from annotate.studio.team import ASSIGNED_FIELD, ASSIGNED_IDS_FIELD, OVERLAP_FIELD
 from fcbench.config import PipelineConfig
-from fcbench.context import DRAFTS
-from fcbench.localhost import LOOPBACK, free_port, port_is_free, read_private_json, write_private_json
+from fcbench.stage import DRAFTS
+from fcbench.runtime.localhost import LOOPBACK, free_port, port_is_free, read_private_json, write_private_json
 
 WEBHOOK_PATH = "/fcbench-webhook"
 SECRET_HEADER = "X-Fcbench-Webhook-Secret"

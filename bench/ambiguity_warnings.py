@@ -1,4 +1,4 @@
-"""Precision and recall of the "Likely ambiguous" warnings (annotate/ambiguity.py), side by side
+"""Precision and recall of the "Likely ambiguous" warnings (annotate/tasks/ambiguity.py), side by side
 with the previous rule (a warning for every argument picked from a list of several entries).
 
 Measured on:
@@ -27,8 +27,8 @@ CHECKED = REPO / "tests" / "data" / "ambiguity_checked.jsonl"
 
 
 def checked_figures() -> dict[str, dict[str, object]]:
-    from annotate.ambiguity import find_ambiguities
-    from annotate.ambiguity_quality import WarningQuality, baseline_warnings, checked_draft
+    from annotate.tasks.ambiguity import find_ambiguities
+    from annotate.review.ambiguity_quality import WarningQuality, baseline_warnings, checked_draft
     from fcbench.catalog import load_tools_file
 
     catalogs = {name: {tool.name: tool for tool in load_tools_file(REPO / "datasets" / name / "tools.json")}
@@ -43,7 +43,7 @@ def checked_figures() -> dict[str, dict[str, object]]:
 
 
 def export_figures() -> dict[str, dict[str, object]]:
-    from annotate.stage2 import Stage2Files, run_stage2_pull
+    from annotate.stage2.senior import Stage2Files, run_stage2_pull
     from fcbench.config import load_pipelines
 
     environments = {

@@ -1,6 +1,6 @@
 """Annotating in the real Label Studio UI: call forms vs the raw-JSON fallback, and a 500 kB task.
 
-One Label Studio server (annotate.studio, its own folder), headless Chromium (annotate.labeling_ui).
+One Label Studio server (annotate.studio.server, its own folder), headless Chromium (annotate.browser.labeling_ui).
 The same three drafts of the travel world are pushed to two projects, and the same scripted fixes
 are made through "Label All Tasks" in each:
 - hotels-rome-wrong: the draft searched "Paris"; change that argument to "Rome";
@@ -38,14 +38,14 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from annotate.client import Connection  # noqa: E402
-from annotate.labeling_ui import LabelingSession, browser_session  # noqa: E402
-from annotate.stage2 import run_stage2_pull, run_stage2_push  # noqa: E402
-from annotate.studio import StudioConfig, free_port, read_credentials, start, stop  # noqa: E402
+from annotate.studio.client import Connection  # noqa: E402
+from annotate.browser.labeling_ui import LabelingSession, browser_session  # noqa: E402
+from annotate.stage2.senior import run_stage2_pull, run_stage2_push  # noqa: E402
+from annotate.studio.server import StudioConfig, free_port, read_credentials, start, stop  # noqa: E402
 from fcbench.catalog import load_tools_file  # noqa: E402
 from fcbench.config import load_pipelines  # noqa: E402
 from fcbench.environments.python_env import PythonEnvironment  # noqa: E402
-from fcbench.execution import execute_gold_paths  # noqa: E402
+from fcbench.environments.execution import execute_gold_paths  # noqa: E402
 from fcbench.jsonl import write_json_lines  # noqa: E402
 from fcbench.sample import Call, Sample, sample_to_dict  # noqa: E402
 

@@ -24,7 +24,7 @@ Then the export is timed against its baseline on the build's own validated file,
 subprocess (bench/export.py's two children): the streamed export vs the same rows collected into
 one pandas DataFrame and written with one `to_parquet` call. The export's dataset card needs the
 file's statistics (a token count of every response): as built, the filter measured the file it
-wrote and the export reads them from the statistics cache (fcbench.validated_file); a file no stage
+wrote and the export reads them from the statistics cache (fcbench.stats.validated_file); a file no stage
 measured (token and statistics caches empty) is measured by the export in a second process. The
 LAST line is the throughput ratio, as built first, then for a file no stage measured.
 
@@ -454,7 +454,7 @@ def _print_shape(build: Path) -> None:
     if not validated.is_file():
         return
     from fcbench.formats import read_samples
-    from fcbench.stats import compute_stats
+    from fcbench.stats.tables import compute_stats
 
     stats = compute_stats(read_samples(validated, "fcbench"))
     overall = stats.domains[-1]

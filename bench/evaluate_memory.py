@@ -67,7 +67,7 @@ def replicate(source: Path, copies: int, target: Path) -> int:
 def export_split(samples: Path, work: Path) -> Path:
     """The samples exported as one `test` split (Parquet shards under work/data/build/export)."""
     from fcbench.config import load_pipelines
-    from fcbench.export import run_export_stage
+    from fcbench.export.single import run_export_stage
 
     work.mkdir(parents=True)
     (work / "pipelines.yaml").write_text(PIPELINES, encoding="utf-8")

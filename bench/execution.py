@@ -30,7 +30,7 @@ from typing import Any, Callable, Mapping, Sequence
 from fcbench.answers import NESTFUL_COMPARISON, answers_match
 from fcbench.environments import ArgumentCoercer, CallOutcome, ErrorReason, PathRun, run_path
 from fcbench.environments.python_env import PythonEnvironment
-from fcbench.execution import ExecutionOptions, execute_gold_paths, final_answer, planned_path
+from fcbench.environments.execution import ExecutionOptions, execute_gold_paths, final_answer, planned_path
 from fcbench.formats import Rejected, read_samples
 from fcbench.sample import Sample, Tool
 

@@ -4,7 +4,7 @@ Generates `--samples` synthetic canonical samples (5 calls each in 4 steps, nest
 responses of a few KB) streamed to a temporary JSONL file, then runs, each in its own subprocess so
 each peak RSS is its own:
 
-- **export**: `fcbench.export.export_samples` (line by line, bounded record batches, sharded);
+- **export**: `fcbench.export.single.export_samples` (line by line, bounded record batches, sharded);
 - **baseline**: the same rows (same parsing and `sample_to_row`) loaded into one pandas DataFrame
   and written with a single `DataFrame.to_parquet` call.
 
@@ -96,7 +96,7 @@ def peak_rss_mb() -> float:
 
 def run_export(source: Path, out: Path) -> dict[str, Any]:
     from fcbench.config import ExportConfig
-    from fcbench.export import ExportPaths, ExportSettings, export_samples
+    from fcbench.export.single import ExportPaths, ExportSettings, export_samples
 
     settings = ExportSettings(name="bench", config=ExportConfig(ratios={"train": 0.8, "test": 0.2}), seed=1)
     start = time.perf_counter()
@@ -110,7 +110,7 @@ def run_export(source: Path, out: Path) -> dict[str, Any]:
 def run_baseline(source: Path, out: Path) -> dict[str, Any]:
     import pandas as pd
 
-    from fcbench.rows import sample_to_row
+    from fcbench.formats.parquet_rows import sample_to_row
     from fcbench.jsonl import iter_json_lines
     from fcbench.sample import sample_from_dict
 

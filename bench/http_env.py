@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO))
 from fcbench.catalog.openapi import import_openapi  # noqa: E402
 from fcbench.environments.http_env import HttpEnvironment, build_request  # noqa: E402
 from fcbench.environments.recorded import RecordedEnvironment, load_store_and_journal  # noqa: E402
-from fcbench.prism import start_prism  # noqa: E402
+from fcbench.environments.prism import start_prism  # noqa: E402
 
 AMADEUS = REPO.parent / "shared" / "external" / "amadeus"
 FILES = [AMADEUS / f"{stem}_swagger_specification.json" for stem in

@@ -21,7 +21,7 @@ file and scored by ComplexEval with an LLM configured: the OpenAI-compatible moc
 127.0.0.1 answers every judge prompt as a correct judge would (the verdict the script meant) and
 counts the prompts by judge. Each mix is scored twice: with the layers as they were before the
 typed-difference rule (rules, recorded responses, LLM) and through `score --metric complexeval`'s
-own code path (`fcbench.scoring.score_files`: rules, recorded responses, typed differences, LLM),
+own code path (`fcbench.evaluate.score_files.score_files`: rules, recorded responses, typed differences, LLM),
 each with a fresh verdict cache. Counted separately: call-equivalence judge calls per gold call
 (the goal's figure) and the answer judges (completeness and correctness: two per sample that ends
 with a final answer, by design, whatever the calls were).
@@ -232,10 +232,10 @@ def measure_mix(samples: list[Sample], gold_file: Path, gold_calls: int, mix_nam
     from scripted_trajectories import (EQUIVALENT_KINDS, JUDGEMENT_KINDS, MIXES, pair_key,
                                        script_trajectory)
 
-    from fcbench.complexeval_judges import LLMJudges
+    from fcbench.evaluate.judges_complexeval import LLMJudges
     from fcbench.config import LLMConfig
     from fcbench.environments.recorded import RecordedEnvironment
-    from fcbench.scoring import JudgeSettings, ScoreRequest, score_files
+    from fcbench.evaluate.score_files import JudgeSettings, ScoreRequest, score_files
     from fcbench.score.complexeval import (ComplexEvalOptions, gold_steps_with_values, response_match_layer,
                                            score_complexeval)
 

@@ -1,13 +1,13 @@
 """Speed of the Label Studio stages against the server's own import and export (the floor).
 
-Starts a Label Studio server with `annotate.studio` (or uses --dir, a studio folder whose server is
+Starts a Label Studio server with `annotate.studio.server` (or uses --dir, a studio folder whose server is
 already running or can be restarted: a fresh database spends half a minute on migrations), then:
 
-- push: `annotate.push.push_tasks` sends N senior tasks (config checked by SDK and server, every
+- push: `annotate.exchange.push.push_tasks` sends N senior tasks (config checked by SDK and server, every
   prediction validated, the project's tasks listed for idempotence, batched imports). Floor: one
   `import_tasks` call of the same task payload into another project.
 - pull: N annotated tasks (imported with their annotations, as the editor would have saved them)
-  are pulled by `annotate.pull.export_snapshot` + `process_tasks` (each annotation converted to a
+  are pulled by `annotate.exchange.pull.export_snapshot` + `process_tasks` (each annotation converted to a
   gold sample and checked: references, schemas, kept responses) + the stage2 output files. Floor:
   the server's own snapshot export of the same project (create, wait, download).
 
@@ -31,16 +31,16 @@ from typing import Any, Callable
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from annotate.client import Connection, open_client  # noqa: E402
-from annotate.configs import SENIOR, validated_config  # noqa: E402
-from annotate.pull import export_snapshot, process_tasks, senior_builder  # noqa: E402
-from annotate.push import push_tasks  # noqa: E402
-from annotate.stage2 import Stage2Files, write_pull_outputs  # noqa: E402
-from annotate.studio import StudioConfig, free_port, read_credentials, start, status, stop  # noqa: E402
-from annotate.tasks import STAGE2_KIND, ToolCatalog, choices_result, senior_task  # noqa: E402
+from annotate.studio.client import Connection, open_client  # noqa: E402
+from annotate.studio.label_configs import SENIOR, validated_config  # noqa: E402
+from annotate.exchange.pull import export_snapshot, process_tasks, senior_builder  # noqa: E402
+from annotate.exchange.push import push_tasks  # noqa: E402
+from annotate.stage2.senior import Stage2Files, write_pull_outputs  # noqa: E402
+from annotate.studio.server import StudioConfig, free_port, read_credentials, start, status, stop  # noqa: E402
+from annotate.tasks.single import STAGE2_KIND, ToolCatalog, choices_result, senior_task  # noqa: E402
 from fcbench.catalog import load_tools_file  # noqa: E402
 from fcbench.environments.python_env import PythonEnvironment  # noqa: E402
-from fcbench.execution import execute_gold_paths  # noqa: E402
+from fcbench.environments.execution import execute_gold_paths  # noqa: E402
 from fcbench.sample import Call, Sample  # noqa: E402
 
 TRAVEL = REPO / "datasets" / "travel"

@@ -1,6 +1,6 @@
 """At scale, each engine against its single-machine baseline, side by side in one run.
 
-1. Ray vs the local pool: the filter stage (`fcbench.filter.run_filter`, static checks, execution
+1. Ray vs the local pool: the filter stage (`fcbench.filter.single.run_filter`, static checks, execution
    twice for reproduction, verdicts, journal, output files) on --candidates NESTful math
    candidates (the real math samples of the published NESTful files, replicated with distinct
    ids), once with `backend: local` (2 worker processes) and once with `backend: ray` (a local Ray
@@ -8,7 +8,7 @@
    bare execution of the same gold paths (`iter_run_paths`), and the per-task overhead: the mean
    round trip of a one-path batch on Ray minus the same on the local pool.
 2. Label Studio on PostgreSQL vs SQLite: push then pull --tasks stage2 tasks (`bench/label_studio.py`'s
-   drafts and measures), one server of each kind started by `annotate.studio`.
+   drafts and measures), one server of each kind started by `annotate.studio.server`.
 3. Batch API vs online: `bench/batch_api.py`'s `measure(n_requests)`.
 
 Sections can be skipped (--skip ray,studio,batch). The LAST line is the Ray/local ratio of the
@@ -35,8 +35,8 @@ from execution import TOOLS_MODULE, all_tools, nestful_math_samples  # noqa: E40
 
 from fcbench.config import FilterConfig  # noqa: E402
 from fcbench.environments.python_env import PythonEnvironment  # noqa: E402
-from fcbench.execution import planned_path  # noqa: E402
-from fcbench.filter import FilterPaths, run_filter  # noqa: E402
+from fcbench.environments.execution import planned_path  # noqa: E402
+from fcbench.filter.single import FilterPaths, run_filter  # noqa: E402
 from fcbench.sample import Sample  # noqa: E402
 
 WORKERS = 2

@@ -41,10 +41,10 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from cfb_scale import GOAL_RSS_MB, StageRun, _descendants, _rss_kb, copy_pipeline, run_stage  # noqa: E402
 
-from annotate.client import Connection, open_client, raw_request  # noqa: E402
-from annotate.push import IMPORT_BATCH_BYTES, find_project  # noqa: E402
-from annotate.studio import StudioConfig, free_port, read_credentials, start, stop  # noqa: E402
-from annotate.tasks import choices_result  # noqa: E402
+from annotate.studio.client import Connection, open_client, raw_request  # noqa: E402
+from annotate.exchange.push import IMPORT_BATCH_BYTES, find_project  # noqa: E402
+from annotate.studio.server import StudioConfig, free_port, read_credentials, start, stop  # noqa: E402
+from annotate.tasks.single import choices_result  # noqa: E402
 
 PIPELINE = "travel-full"
 COPY_PAGE = 50  # tasks per page when copying the pushed tasks (each carries its whole data)

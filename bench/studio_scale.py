@@ -1,7 +1,7 @@
 """Label Studio push and pull of N stage2 tasks on one database kind (used by bench/scale.py).
 
 A fresh studio (server + database: SQLite, or the studio's own PostgreSQL) in a temp folder; push:
-`annotate.push.push_tasks` of N senior tasks over the travel drafts of bench/label_studio.py; pull:
+`annotate.exchange.push.push_tasks` of N senior tasks over the travel drafts of bench/label_studio.py; pull:
 the same N tasks imported with an accepting annotation each (as the editor saves it), then
 `export_snapshot` + `process_tasks` + the stage2 output files. Server start-up is not timed."""
 
@@ -19,13 +19,13 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from label_studio import TRAVEL, annotated, travel_drafts  # noqa: E402
 
-from annotate.client import Connection, open_client  # noqa: E402
-from annotate.configs import SENIOR, validated_config  # noqa: E402
-from annotate.pull import export_snapshot, process_tasks, senior_builder  # noqa: E402
-from annotate.push import IMPORT_BATCH, push_tasks  # noqa: E402
-from annotate.stage2 import Stage2Files, write_pull_outputs  # noqa: E402
-from annotate.studio import StudioConfig, free_port, read_credentials, start, stop  # noqa: E402
-from annotate.tasks import STAGE2_KIND, ToolCatalog, senior_task  # noqa: E402
+from annotate.studio.client import Connection, open_client  # noqa: E402
+from annotate.studio.label_configs import SENIOR, validated_config  # noqa: E402
+from annotate.exchange.pull import export_snapshot, process_tasks, senior_builder  # noqa: E402
+from annotate.exchange.push import IMPORT_BATCH, push_tasks  # noqa: E402
+from annotate.stage2.senior import Stage2Files, write_pull_outputs  # noqa: E402
+from annotate.studio.server import StudioConfig, free_port, read_credentials, start, stop  # noqa: E402
+from annotate.tasks.single import STAGE2_KIND, ToolCatalog, senior_task  # noqa: E402
 from fcbench.catalog import load_tools_file  # noqa: E402
 
 

@@ -126,7 +126,7 @@ class LLMConfig(_Config):
     max_tokens: int = Field(1024, gt=0, le=1_000_000)
     concurrency: int = Field(4, ge=1, le=10_000)
     max_retries: int = Field(5, ge=0, le=100)
-    # The model's context window in tokens (cl100k_base, fcbench.tokens): `evaluate` sends no
+    # The model's context window in tokens (cl100k_base, fcbench.stats.tokens): `evaluate` sends no
     # request above it and records that sample as `context_overflow`. None: no limit is checked.
     context_window: int | None = Field(None, gt=0, le=100_000_000)
     prices: PricesConfig = Field(default_factory=PricesConfig)
@@ -304,13 +304,13 @@ class PipelineConfig(_Config):
     domains: list[str] = Field(default_factory=list)
     tools: str | None = None  # tool catalog file, any shape `fcbench.catalog.load_tools_file` reads
     # a stage keeps its previous output when the new one has fewer samples than this share of it
-    # (fcbench.output_guard; --force replaces it anyway)
+    # (fcbench.runtime.output_guard; --force replaces it anyway)
     min_output_share: float = Field(0.5, ge=0, le=1)
     # a file read by this pipeline's stages whose share of unreadable lines is above this is refused
     # as a whole (fcbench.jsonl's bad-line policy; `build-dataset --max-bad-share` overrides it)
     max_bad_line_share: float = Field(0.5, ge=0, le=1)
     # megabytes of resident memory a stage of this pipeline may use before it stops with exit 1
-    # (fcbench.memory; `build-dataset --memory-ceiling-mb` overrides it); the stages stream, so
+    # (fcbench.runtime.memory; `build-dataset --memory-ceiling-mb` overrides it); the stages stream, so
     # this is a guard, not a budget they fill
     memory_ceiling_mb: int = Field(2048, ge=256, le=1_048_576)
     environment: EnvironmentConfig | None = None
@@ -320,7 +320,7 @@ class PipelineConfig(_Config):
     judge: LLMConfig | None = None
     stages: StagesConfig = Field(default_factory=StagesConfig)
     # single: one query -> one gold path (stage1 .. stage3); conversation: CONFETTI-style
-    # multi-turn conversations cut into turn-level samples (its own stages, fcbench.pipeline)
+    # multi-turn conversations cut into turn-level samples (its own stages, fcbench.pipeline.run)
     kind: Literal["single", "conversation"] = "single"
     conversation: ConversationConfig | None = None
 

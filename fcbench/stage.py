@@ -3,7 +3,15 @@
 their columns). `settings` are what one invocation adds to the pipeline's own (a push's count, a
 pull's export file, the model to evaluate); the automatic stages need none. `build-dataset run`
 composes the automatic stages in order, and the CLI runs every stage through the same contract
-(fcbench.pipeline).
+(fcbench.pipeline.run).
+
+What every stage of one pipeline shares is resolved here once: its tool catalog and the names of
+its build files.
+
+The rule for the catalog: a pipeline that names a catalog (`tools:`) whose file is missing is an
+error wherever it is read, never an empty catalog; a pipeline that names none has none (`None`):
+stage1 then refuses to run, the environment uses the tools the samples carry, and the annotation
+stages hash no catalog tools.
 """
 
 from __future__ import annotations
@@ -13,8 +21,36 @@ from pathlib import Path
 from typing import Any, Callable
 
 from fcbench.config import PipelineConfig
-from fcbench.context import pipeline_catalog
+from fcbench.errors import UserError
 from fcbench.sample import Tool
+
+
+# Every file a pipeline's stages write under its build folder, named once.
+DRAFTS = "drafts.jsonl"
+TEMPLATES = "templates.jsonl"
+CANDIDATES = "candidates.jsonl"
+FILLED_CANDIDATES = "candidates.filled.jsonl"
+VALIDATED = "validated.jsonl"
+
+_catalogs: dict[tuple[Path, int, int], list[Tool]] = {}
+
+
+def pipeline_catalog(pipeline: PipelineConfig) -> list[Tool] | None:
+    """The pipeline's tool catalog, read once per file version (path, size, mtime), or None when
+    the pipeline names none."""
+    path = pipeline.tools_path
+    if path is None:
+        return None
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such tool catalog (pipeline {pipeline.name!r}, `tools:` in pipelines.yaml)") from None
+    key = (path.resolve(), stat.st_size, stat.st_mtime_ns)
+    if key not in _catalogs:
+        from fcbench.catalog import load_tools_file
+
+        _catalogs[key] = load_tools_file(path)
+    return list(_catalogs[key])
 
 
 @dataclass(frozen=True)
@@ -24,7 +60,7 @@ class PipelineContext:
 
     config: PipelineConfig
     offline: bool = False  # no LLM at all (graph sampler, slot substitution, execution-only filter)
-    force: bool = False  # replace outputs even when the new result is much smaller (fcbench.output_guard)
+    force: bool = False  # replace outputs even when the new result is much smaller (fcbench.runtime.output_guard)
 
     @property
     def build_dir(self) -> Path:

@@ -122,7 +122,7 @@ def load_value_pools(path: Path) -> ValuePools:
 
 # ---------------------------------------------------------------------------------- dates as said
 def spell_date(iso: str) -> str:
-    """'2025-06-12' -> 'June 12, 2025' (the spelling `fcbench.grounding` reads back)."""
+    """'2025-06-12' -> 'June 12, 2025' (the spelling `fcbench.checks.grounding` reads back)."""
     day = date.fromisoformat(iso)
     return f"{_MONTH_NAMES[day.month - 1]} {day.day}, {day.year}"
 

@@ -17,8 +17,8 @@ TEST_DATA = REPO / "tests" / "data"
 
 @pytest.fixture(autouse=True)
 def _memory_ceiling_restored():
-    """A test that sets the memory ceiling (fcbench.memory) leaves the default to the next one."""
-    from fcbench.memory import memory_ceiling_mb, set_memory_ceiling
+    """A test that sets the memory ceiling (fcbench.runtime.memory) leaves the default to the next one."""
+    from fcbench.runtime.memory import memory_ceiling_mb, set_memory_ceiling
 
     before = memory_ceiling_mb()
     yield

@@ -12,18 +12,14 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("fcbench", "generate", "annotate")
 # One stage per entry; a stage may be a package (its modules share the entry).
 STAGES = {
-    "generate.stage1": "stage1",
+    "generate.stage1": "stage1",  # with its kind: conversation variant (generate.stage1.conversation)
     "generate.stage3": "stage3",
     "annotate.stage2": "stage2",
-    "annotate.junior": "stage3-annotators",
+    "annotate.stage3": "stage3-annotators",
     "fcbench.filter": "filter",
     "fcbench.export": "export",
     "fcbench.report": "report",
     "fcbench.evaluate": "evaluate",
-    "generate.conversation_stage1": "stage1-conversations",
-    "annotate.conversation_stage2": "stage2-conversations",
-    "fcbench.conversation_filter": "filter-conversations",
-    "fcbench.conversation_export": "export-conversations",
 }
 
 
@@ -65,7 +61,7 @@ def stage_of(module: str) -> str | None:
 def layer_of(module: str) -> int:
     if module == "fcbench.cli" or module.startswith("fcbench.cli."):
         return 3
-    if module == "fcbench.pipeline":
+    if module == "fcbench.pipeline.run":
         return 2
     return 1 if stage_of(module) else 0
 
@@ -73,7 +69,7 @@ def layer_of(module: str) -> int:
 def test_the_graph_sees_the_real_imports():
     graph = import_graph()
     assert "fcbench.llm.client" in graph["fcbench.evaluate.runner"]  # a module-level import
-    assert "generate.stage1" in graph["fcbench.pipeline"]  # a function-level (lazy) import
+    assert "generate.stage1.single" in graph["fcbench.pipeline.run"]  # a function-level (lazy) import
 
 
 def test_nothing_imports_upward_or_sideways_between_stages():

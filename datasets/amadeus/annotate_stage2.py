@@ -38,12 +38,12 @@ DECISIONS = {
 
 
 def main() -> None:
-    from annotate.client import Connection, open_client
-    from annotate.pull import export_snapshot
-    from annotate.push import find_project, list_tasks
-    from annotate.stage2 import project_title, run_stage2_push
-    from annotate.studio import StudioConfig, free_port, read_credentials, start, stop
-    from annotate.tasks import choices_result, textarea_result
+    from annotate.studio.client import Connection, open_client
+    from annotate.exchange.pull import export_snapshot
+    from annotate.exchange.push import find_project, list_tasks
+    from annotate.stage2.senior import project_title, run_stage2_push
+    from annotate.studio.server import StudioConfig, free_port, read_credentials, start, stop
+    from annotate.tasks.single import choices_result, textarea_result
     from fcbench.config import load_pipelines
     from fcbench.jsonl import write_json
 

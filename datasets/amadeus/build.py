@@ -57,7 +57,7 @@ def import_descriptions() -> None:
     from fcbench.catalog.lint import lint_tools, count_by_code
     from fcbench.catalog.openapi import import_openapi
     from fcbench.jsonl import write_json
-    from fcbench.scaffold import catalog_record, value_pools
+    from fcbench.pipeline.scaffold import catalog_record, value_pools
 
     imported = import_openapi(DESCRIPTIONS)
     assert not imported.errors, [n.describe() for n in imported.errors]
@@ -82,7 +82,7 @@ def record(stages: list[str]) -> None:
     """Start Prism (one process per description), point the http environment at it in record
     mode, and run the stages: only calls not yet in recorded.json are sent."""
     from fcbench.config import load_pipelines
-    from fcbench.prism import start_prism
+    from fcbench.environments.prism import start_prism
 
     pipeline = load_pipelines(REPO / "pipelines.yaml").get_pipeline("amadeus")
     with start_prism(DESCRIPTIONS, pipeline.build_dir / "prism-logs") as servers:
@@ -94,20 +94,20 @@ def record(stages: list[str]) -> None:
 
 def run_stage(pipeline, stage: str):
     if stage == "stage1":
-        from generate.stage1 import run_stage1
+        from generate.stage1.single import run_stage1
 
         return run_stage1(pipeline, offline=True).summary
     if stage == "stage2":
-        from annotate.stage2 import run_stage2_pull
-        from fcbench.pipeline import annotation_export
+        from annotate.stage2.senior import run_stage2_pull
+        from fcbench.pipeline.run import annotation_export
 
         return run_stage2_pull(pipeline, from_export=annotation_export(pipeline)).counts
     if stage == "stage3":
-        from generate.stage3 import run_stage3
+        from generate.stage3.single import run_stage3
 
         return run_stage3(pipeline, offline=True).summary
     if stage == "filter":
-        from fcbench.pipeline import run_filter_stage
+        from fcbench.pipeline.run import run_filter_stage
 
         return run_filter_stage(pipeline, offline=True).counts
     raise SystemExit(f"unknown stage {stage!r}")

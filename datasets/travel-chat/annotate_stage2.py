@@ -56,15 +56,15 @@ DECISIONS: dict[str, tuple[str, list[tuple[str, str]], str]] = {
 
 
 def main() -> None:
-    from annotate.client import Connection, open_client
-    from annotate.conversation_stage2 import project_title, run_conversation_push
-    from annotate.pull import export_snapshot
-    from annotate.push import find_project, list_tasks
-    from annotate.studio import StudioConfig, free_port, read_credentials, start, stop
-    from annotate.tasks import choices_result, textarea_result
+    from annotate.studio.client import Connection, open_client
+    from annotate.stage2.conversation import project_title, run_conversation_push
+    from annotate.exchange.pull import export_snapshot
+    from annotate.exchange.push import find_project, list_tasks
+    from annotate.studio.server import StudioConfig, free_port, read_credentials, start, stop
+    from annotate.tasks.single import choices_result, textarea_result
     from fcbench.config import load_pipelines
     from fcbench.jsonl import write_json
-    from fcbench.pipeline import run_stage
+    from fcbench.pipeline.run import run_stage
 
     pipeline = load_pipelines(REPO / "pipelines.yaml").get_pipeline("travel-chat")
     (pipeline.build_dir / "templates.jsonl").unlink(missing_ok=True)  # earlier gold would not be pushed again

@@ -12,7 +12,7 @@ in the full world (datasets/travel-full/tools.py); each new schema is read off a
 
 `annotations`: runs stage1 of `travel-full` offline (the graph sampler), selects the drafts the way
 `stage2 push` does, builds each Label Studio task with the code `stage2 push` uses
-(`annotate.tasks.senior_task`), and writes the senior annotator's decisions as a Label Studio JSON
+(`annotate.tasks.single.senior_task`), and writes the senior annotator's decisions as a Label Studio JSON
 export (the shape `stage2 pull --from-export` reads). The decisions are rules a senior annotator
 applied to every draft: accept the path, mark the argument values the query implies without writing
 them ("derived", with the reason), reject drafts whose query does not state the path. Fixed ids and
@@ -205,8 +205,8 @@ def implicit_query(query: str) -> str:
 def _decision(draft: Any) -> tuple[str, str | None, str, dict[str, dict[str, str]]]:
     """(verdict, rewritten query or None, notes, derived marks by call label): a senior annotator's
     rules, applied to each draft: say the query as a traveller would, mark what it now implies."""
-    from annotate.tasks import with_query
-    from fcbench.grounding import grounding_report
+    from annotate.tasks.single import with_query
+    from fcbench.checks.grounding import grounding_report
 
     report = grounding_report(draft)
     if report.ungrounded:
@@ -224,12 +224,12 @@ def _decision(draft: Any) -> tuple[str, str | None, str, dict[str, dict[str, str
 
 
 def write_annotations() -> None:
-    from annotate.select import select_drafts
-    from annotate.tasks import ToolCatalog, choices_result, senior_task, textarea_result
+    from annotate.tasks.select import select_drafts
+    from annotate.tasks.single import ToolCatalog, choices_result, senior_task, textarea_result
     from fcbench.config import load_pipelines
-    from fcbench.context import DRAFTS, pipeline_catalog
+    from fcbench.stage import DRAFTS, pipeline_catalog
     from fcbench.formats import read_samples
-    from fcbench.pipeline import run_stage
+    from fcbench.pipeline.run import run_stage
     from fcbench.sample import Sample
 
     pipeline = load_pipelines(REPO / "pipelines.yaml").get_pipeline("travel-full")

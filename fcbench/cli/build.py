@@ -59,7 +59,7 @@ def stage1_command(
     distribution, reference time, minimum turns) into build/scenarios.jsonl, then drafts whole
     conversations: a rule-based user and agent offline, an LLM user simulator and LLM agent
     otherwise (turn cap and off-script replies are rejects with their reason)."""
-    from fcbench.pipeline import run_stage
+    from fcbench.pipeline.run import run_stage
 
     result = run_stage("stage1", _load_pipeline(pipeline, file, record, batch), offline=offline, force=force).report
     _print_generation_summary(f"stage1 {pipeline}", result.summary, as_json)
@@ -130,7 +130,7 @@ def stage2_push(
     seed), recorded in the task data as `assigned_annotators`.
     For a `kind: conversation` pipeline the tasks are whole conversations
     (label_config/stage2_conversation.xml: edit turns and calls, tag dialog acts and complexities)."""
-    from fcbench.pipeline import PushSettings, run_stage
+    from fcbench.pipeline.run import PushSettings, run_stage
 
     summary = run_stage("stage2 push", _load_pipeline(pipeline, file), PushSettings(count, annotators, overlap)).report
     _print_push(f"stage2 push {pipeline}", summary, as_json)
@@ -158,7 +158,7 @@ def stage2_pull(
     annotators fixed goes to build/stage2.qa.json. For a `kind: conversation` pipeline the gold
     conversations are checked turn by turn (JSON, dialog acts, calls against the tools' schemas and
     re-executed, required complexities present)."""
-    from fcbench.pipeline import PullSettings, run_stage
+    from fcbench.pipeline.run import PullSettings, run_stage
 
     report = run_stage("stage2 pull", _load_pipeline(pipeline, file),
                        PullSettings(from_export, send_back, allow_stale)).report
@@ -186,7 +186,7 @@ def stage3_push(
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Send the candidates that need arguments (build/candidates.jsonl) with their fixed path to junior annotators."""
-    from fcbench.pipeline import run_stage
+    from fcbench.pipeline.run import run_stage
 
     _require_annotators(annotators)
     _print_push(f"stage3 push {pipeline}", run_stage("stage3 push", _load_pipeline(pipeline, file)).report, as_json)
@@ -203,7 +203,7 @@ def stage3_pull(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Bring back the filled arguments into build/candidates.filled.jsonl (the filter reads it), with the same checks as stage2."""
-    from fcbench.pipeline import PullSettings, run_stage
+    from fcbench.pipeline.run import PullSettings, run_stage
 
     _require_annotators(annotators)
     report = run_stage("stage3 pull", _load_pipeline(pipeline, file), PullSettings(from_export, send_back)).report
@@ -229,7 +229,7 @@ def stage3_run(
     offline), `llm` (function calling along the fixed path) or `annotators` (left for the junior
     annotators: `stage3 push --annotators`). Variants are executed; repeats, dropped slot values and
     failures go to build/candidates.rejects.jsonl. Writes build/candidates.jsonl and build/stage3.summary.json."""
-    from fcbench.pipeline import InputSettings, run_stage
+    from fcbench.pipeline.run import InputSettings, run_stage
 
     result = run_stage("stage3", _load_pipeline(pipeline, file, record, batch), InputSettings(from_file),
                        offline=offline, force=force).report
@@ -262,7 +262,7 @@ def filter_command(
     conversations (grounding turn by turn, every call re-executed in order). Writes
     build/validated.jsonl, build/validated.rejects.jsonl (each with its reason) and
     build/filter.summary.json; a killed run resumes where it stopped."""
-    from fcbench.pipeline import InputSettings, run_stage
+    from fcbench.pipeline.run import InputSettings, run_stage
 
     config = _load_pipeline(pipeline, file, record, batch)
     summary = run_stage("filter", config, InputSettings(input_file), offline=offline, force=force).report
@@ -315,7 +315,7 @@ def export(
     with their reason. The same input and seed give byte-identical files. An export much smaller
     than the one in place (min_output_share) keeps it and goes to build/export.new/, exit 1,
     unless --force."""
-    from fcbench.pipeline import InputSettings, run_stage
+    from fcbench.pipeline.run import InputSettings, run_stage
 
     summary = run_stage("export", _load_pipeline(pipeline, file), InputSettings(input_file), force=force).report
     if as_json:
@@ -354,7 +354,7 @@ def report(
     Shows dataset statistics, what annotators corrected (stage2.qa.json), rejects by reason per
     stage, and evaluation scores (eval/*/scores.json). Missing or broken stage files are listed
     under "problems" instead of stopping the report."""
-    from fcbench.pipeline import run_stage
+    from fcbench.pipeline.run import run_stage
 
     config = _load_pipeline(pipeline, file)
     written = run_stage("report", config).report
@@ -388,7 +388,7 @@ def run(
     stages.stage2.export_file), stage3 variants, filter, export (Parquet + dataset card), report.
     A `kind: conversation` pipeline runs stage1 (scenarios, conversations), stage2, filter, export
     (both CONFETTI sets) and report, e.g. `build-dataset run travel-chat --offline`."""
-    from fcbench.pipeline import run_pipeline
+    from fcbench.pipeline.run import run_pipeline
 
     config = _load_pipeline(pipeline, file, record)
     if as_json:

@@ -74,7 +74,7 @@ def _root(max_bad_share: float = typer.Option(
         help="A stage whose resident memory passes this many MB stops with exit 1, replacing no output "
              "(default: the pipeline's memory_ceiling_mb, else 2048). Give it before the command.")) -> None:
     from fcbench.jsonl import DEFAULT_MAX_BAD_SHARE, set_bad_line_policy
-    from fcbench.memory import DEFAULT_CEILING_MB, set_memory_ceiling
+    from fcbench.runtime.memory import DEFAULT_CEILING_MB, set_memory_ceiling
 
     global _bad_share_given, _memory_ceiling_given
     _bad_share_given = max_bad_share is not None
@@ -125,7 +125,7 @@ def _load_pipeline(name: str, file: Path, record: bool = False, batch: bool = Fa
 
         set_bad_line_policy(pipeline.max_bad_line_share)
     if not _memory_ceiling_given:
-        from fcbench.memory import set_memory_ceiling
+        from fcbench.runtime.memory import set_memory_ceiling
 
         set_memory_ceiling(pipeline.memory_ceiling_mb)
     if batch:

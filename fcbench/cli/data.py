@@ -47,7 +47,7 @@ def convert(
 
     Items that cannot be converted go to OUT.rejects.jsonl with their reason; what the target
     format cannot express is reported as one warning line with a count."""
-    from fcbench.convert import convert_file
+    from fcbench.formats.convert import convert_file
     from fcbench.formats import FormatOptions
 
     options = FormatOptions(answers=answers, answers_out=answers_out, tools=tools, tools_out=tools_out,
@@ -76,7 +76,7 @@ def validate(
     Each line is checked against the sample schema and the cross-field rules (unknown tools,
     references to missing or later labels, duplicate labels, a stored difficulty that disagrees
     with the path). Each problem prints as FILE:LINE: field: message; exit 1 if there is any."""
-    from fcbench.validate import validate_file
+    from fcbench.checks.validate import validate_file
 
     if not file.is_file():
         raise UserError(f"{file}: no such file")
@@ -118,7 +118,7 @@ def stats(
     from the gold path, and as published); nesting-depth and dependency-count distributions.
     Items the reader rejects are counted with their reasons."""
     from fcbench.formats import FormatOptions, read_samples
-    from fcbench.stats import compute_stats
+    from fcbench.stats.tables import compute_stats
 
     result = compute_stats(read_samples(file, from_format, FormatOptions(answers=answers, tools=tools)))
     if as_json:
@@ -129,7 +129,7 @@ def stats(
 
 def _print_stats_tables(file: Path, result: Any) -> None:
     console.print(f"{file}: {result.samples} samples, {result.rejected} rejected", highlight=False, soft_wrap=True)
-    from fcbench.stats import TABLE_COLUMNS, hardness_lines, table_rows
+    from fcbench.stats.tables import TABLE_COLUMNS, hardness_lines, table_rows
 
     domains = Table(title="per domain")
     for column in TABLE_COLUMNS:
@@ -218,7 +218,7 @@ def execute(
     Items are in input order: {"id", "ok", "reproduces", "answer", "error"}."""
     from fcbench.answers import NESTFUL_COMPARISON, AnswerComparison
     from fcbench.formats import FormatOptions
-    from fcbench.pipeline import execute_file
+    from fcbench.pipeline.run import execute_file
 
     report = execute_file(file, from_format, FormatOptions(answers=answers, tools=spec), tools, timeout=timeout,
                           comparison=NESTFUL_COMPARISON if round_to_gold else AnswerComparison())
@@ -280,7 +280,7 @@ def pipelines(
 
 
 def _check_pipelines(file: Path, config: Any, name: Optional[str], as_json: bool) -> None:
-    from fcbench.pipeline_check import check_pipeline
+    from fcbench.pipeline.check import check_pipeline
 
     chosen = [config.get_pipeline(name)] if name else list(config.pipelines.values())
     problems = {pipeline.name: [str(p) for p in check_pipeline(pipeline)] for pipeline in chosen}
@@ -309,7 +309,7 @@ def _stages_table(name: str, pipeline: Any) -> Table:
         "export": f"split by {stages.export.split}, formats {', '.join(stages.export.formats)}",
     }
     declared = set(pipeline.declared_stages())
-    if pipeline.kind == "conversation":  # its own stages (fcbench.pipeline.CONVERSATION_STAGES): no stage3
+    if pipeline.kind == "conversation":  # its own stages (fcbench.pipeline.run.CONVERSATION_STAGES): no stage3
         chat = pipeline.conversation
         shares = ", ".join(f"{key} {value:g}" for key, value in chat.complexities.items())
         settings["stage1"] = (f"conversations: {'offline (rule-based)' if chat.offline else 'llm user and agent'}, "
@@ -350,7 +350,7 @@ def new_command(
     lint-tools findings) and appends a pipeline with an `http` environment to the pipelines file
     (its comments and order kept). Record responses with `--record` on stage1/filter/run; without
     it calls are replayed offline from datasets/NAME/recorded.json."""
-    from fcbench.scaffold import scaffold_dataset
+    from fcbench.pipeline.scaffold import scaffold_dataset
 
     result = scaffold_dataset(name, list(openapi), file, base_url=base_url, auth_env=auth_env, force=force)
     if as_json:

@@ -98,7 +98,7 @@ def score(
     """Grade model predictions with the shared scorer.
 
     The JSON output is {metric, summary, items}; item i is the verdict for prediction line i."""
-    from fcbench import scoring
+    from fcbench.evaluate import score_files as scoring
 
     judges = _judge_settings(metric, llm_model, base_url, pipeline, file, offline, judge_cache, batch)
     request = scoring.ScoreRequest(predictions, tuple(questions), tuple(answers), gold, gold_format, tools_module, compat,
@@ -120,7 +120,7 @@ def _judge_settings(metric: str, llm_model: str | None, base_url: str | None, pi
     the pipeline's llm block; no model anywhere (or --offline) grades with the rule-based stand-ins."""
     import os
 
-    from fcbench import scoring
+    from fcbench.evaluate import score_files as scoring
     from fcbench.llm.judge import default_judge_cache, judge_llm_config
 
     if (llm_model or base_url or pipeline or judge_cache or batch) and metric not in scoring.LLM_JUDGED_METRICS:
@@ -204,11 +204,11 @@ def evaluate(
     (0-2) are LLM-judged, as in the paper; verdicts are cached in build/eval/<model>/judges.sqlite,
     an unusable verdict is asked again once and then recorded as judge_error. Without one, the
     rule-based stand-ins judge, and the output and scores.json say so first."""
-    from fcbench.pipeline import EvaluateSettings, run_stage
+    from fcbench.pipeline.run import EvaluateSettings, run_stage
 
     config = _load_pipeline(pipeline, file)
     # progress (a bar on a terminal, a line every few seconds elsewhere, on stderr) and the memory
-    # ceiling: fcbench.progress.StageProgress, inside the stage
+    # ceiling: fcbench.runtime.progress.StageProgress, inside the stage
     settings = EvaluateSettings(model, base_url, split, input_file, limit, extra_turns, batch,
                                 judge_model=judge_model, judge_base_url=judge_base_url, context_window=context_window)
     result = run_stage("evaluate", config, settings).report

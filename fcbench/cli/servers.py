@@ -24,7 +24,7 @@ app.add_typer(rich_help_panel=PANEL, typer_instance=studio_app, name="studio")
 
 
 def _studio_config(studio_dir: Optional[Path], port: Optional[int] = None, database: str = "sqlite"):
-    from annotate.studio import DEFAULT_PORT, StudioConfig, default_studio_dir, read_state
+    from annotate.studio.server import DEFAULT_PORT, StudioConfig, default_studio_dir, read_state
 
     root = studio_dir or default_studio_dir()
     if port is None:  # stop/status and a restart use the port the server was started on
@@ -58,7 +58,7 @@ def _print_studio_status(status: Any, as_json: bool, config: Any = None, receive
 
 def _login(config: Any) -> dict[str, str] | None:
     """Who to log in as (never the password itself: it stays in the 0600 credentials file)."""
-    from annotate.studio import StudioError, read_credentials
+    from annotate.studio.server import StudioError, read_credentials
 
     try:
         username = read_credentials(config).username
@@ -78,7 +78,7 @@ def _print_receiver(receiver: Any) -> None:
 
 @studio_app.command("start", epilog="Examples:\n\n  build-dataset studio start --port 8089\n\n"
                     "  build-dataset studio start --database postgresql --dir /srv/fcbench-studio\n\n"
-                    "Install the server first (own venv): annotate/install_studio.sh")
+                    "Install the server first (own venv): annotate/studio/install_studio.sh")
 @user_errors
 def studio_start(
     port: Optional[int] = typer.Option(None, "--port", help="Port on 127.0.0.1 [default: last used, else 8089]."),
@@ -98,7 +98,7 @@ def studio_start(
     Prints the URL and the user to log in as. The admin password and token are created on the
     first start and kept in <dir>/credentials.json (mode 0600); neither is printed. Analytics and
     update checks are off, sign-up is closed. A fresh database takes about half a minute (migrations)."""
-    from annotate.studio import start
+    from annotate.studio.server import start
 
     config = _studio_config(studio_dir, port, database)
     status = start(config)
@@ -121,7 +121,7 @@ def studio_stop(
 ) -> None:
     """Stop the Label Studio server started from this studio folder (its data is kept), and its
     webhook receiver."""
-    from annotate.studio import stop
+    from annotate.studio.server import stop
     from annotate.webhook import stop_receiver
 
     config = _studio_config(studio_dir)
@@ -140,7 +140,7 @@ def studio_status(
     as_json: bool = typer.Option(False, "--json", help="Print the status as JSON."),
 ) -> None:
     """Say whether the studio's server and its webhook receiver run and answer, where, and who to log in as."""
-    from annotate.studio import status
+    from annotate.studio.server import status
     from annotate.webhook import receiver_status
 
     config = _studio_config(studio_dir)
@@ -196,9 +196,9 @@ def studio_webhook(
 
 
 def _serve_receiver(config: Any, pipeline_name: str, file: Path, port: int) -> None:
-    from annotate.client import resolve_connection
-    from annotate.junior import junior_project_title
-    from annotate.stage2 import project_title
+    from annotate.studio.client import resolve_connection
+    from annotate.stage3.junior import junior_project_title
+    from annotate.stage2.senior import project_title
     from annotate.webhook import serve_receiver
 
     pipeline = _load_pipeline(pipeline_name, file)

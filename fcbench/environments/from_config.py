@@ -6,7 +6,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Iterable, Sequence
 
 from fcbench.config import PipelineConfig
-from fcbench.context import pipeline_catalog
+from fcbench.stage import pipeline_catalog
 from fcbench.environments import Environment
 from fcbench.errors import UserError
 from fcbench.sample import Sample, Tool

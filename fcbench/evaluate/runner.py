@@ -27,7 +27,7 @@ then the workers take the samples to run from a generator, then each sample is s
 against its trajectory, read back by byte offset (`ComplexEvalTally` counts the summary; the
 items of scores.json wait in an unnamed temporary file, since the summary comes first). With an
 LLM judge, the recorded responses of the split live in a temporary SQLite database. Every pass
-counts through `fcbench.progress.StageProgress`, so the memory ceiling stops a run that grows.
+counts through `fcbench.runtime.progress.StageProgress`, so the memory ceiling stops a run that grows.
 """
 
 from __future__ import annotations
@@ -52,9 +52,9 @@ from fcbench.errors import UserError
 from fcbench.formats import Rejected, read_samples
 from fcbench.jsonl import (JsonListSpool, check_bad_share, dumps_line, parse_json_line, write_json_lines,
                            write_json_with_list, write_text_lines)
-from fcbench.progress import StageProgress
+from fcbench.runtime.progress import StageProgress
 from fcbench.sample import Sample, sample_to_dict
-from fcbench.tokens import ENCODING, request_tokens
+from fcbench.stats.tokens import ENCODING, request_tokens
 from fcbench.score.complexeval import (
     ComplexEvalOptions,
     ComplexEvalSession,
@@ -64,7 +64,7 @@ from fcbench.score.complexeval import (
     naive_correctness_judge,
     score_trajectory,
 )
-from fcbench.complexeval_judges import LLMJudges, options_with_responses
+from fcbench.evaluate.judges_complexeval import LLMJudges, options_with_responses
 from fcbench.llm.judge import JUDGE_CACHE_FILE, judge_llm_config
 from fcbench.llm.cache import RequestCache, canonical_json
 from fcbench.llm.client import (ChatRequest, LLMClient, LLMRejection, ToolCall, assistant_message, tool_call_ids,
@@ -241,7 +241,7 @@ PARQUET_BATCH_ROWS = 16  # rows decoded into Python at a time (a long-context sa
 def _parquet_items(shards: Sequence[Path]) -> Iterator[Sample | InputReject]:
     import pyarrow.parquet as pq
 
-    from fcbench.rows import row_to_sample
+    from fcbench.formats.parquet_rows import row_to_sample
 
     for shard in shards:
         row_no = 0
@@ -536,7 +536,7 @@ def evaluate(config: LLMConfig, build_dir: Path, *, split: str = DEFAULT_SPLIT, 
     Streams: the input is read once for ids and digests, then again for the samples to run and
     again to score them one at a time against their saved trajectory (read back by offset), so
     memory does not grow with the number of samples; every pass counts through `StageProgress`,
-    which stops the run past the memory ceiling (`fcbench.memory`)."""
+    which stops the run past the memory ceiling (`fcbench.runtime.memory`)."""
     benchmark = BenchmarkInput(build_dir, split, input_file, limit)
     label = f"evaluate {config.model}"
     with StageProgress(f"{label}: reading", None) as reading:

@@ -10,7 +10,7 @@ pipeline's QA steps pick one by the name a pipeline declares:
 - `nestful`: NESTful's sequence metrics and win rate, `score_nestful(lines, gold_by_id, compat, executor)`.
 - `complexeval`: ComplexFuncBench's multi-step protocol, `score_complexeval(samples, trajectories)`;
 - `confetti`: CONFETTI's soft AST, chain, dialog-act and validity metrics, `score_confetti(samples, predictions)`.
-  (its dialog-act classifier and validity judge are pluggable; the LLM ones are `fcbench.confetti_judges`).
+  (its dialog-act classifier and validity judge are pluggable; the LLM ones are `fcbench.evaluate.judges_confetti`).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ accuracy and the parameter validity rate (pure: parsed data in, report out).
 A classifier or judge that cannot decide (an LLM whose answer could not be read) raises
 `NoVerdict`: the part of the item it was asked about becomes a `judge_error` with the reason, is
 left out of its figure (never guessed), and is counted in `summary["errors"]["judge_error"]`.
-The LLM-backed classifier and judge live outside this package (`fcbench.confetti_judges`).
+The LLM-backed classifier and judge live outside this package (`fcbench.evaluate.judges_confetti`).
 """
 
 from __future__ import annotations

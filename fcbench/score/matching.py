@@ -27,7 +27,7 @@ import numpy as np
 from rapidfuzz import fuzz
 from scipy.optimize import linear_sum_assignment
 
-from fcbench.call_format import (  # noqa: F401 - re-exported: the format check is part of matching's API
+from fcbench.checks.call_format import (  # noqa: F401 - re-exported: the format check is part of matching's API
     CallDecodeError,
     CallLike,
     FormatIssue,

@@ -6,9 +6,9 @@ that module name.
 
 Drafts are built the way stage1 builds them: a query and a path over datasets/travel's tools,
 executed by the python environment so every call carries the response the tools really give.
-The server fixture starts Label Studio with the project's own `annotate.studio` code (session
+The server fixture starts Label Studio with the project's own `annotate.studio.server` code (session
 scoped: a fresh database takes about half a minute) and never skips: CI installs it with
-annotate/install_studio.sh.
+annotate/studio/install_studio.sh.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from typing import Iterator
 
 import pytest
 
-from annotate.client import Connection, open_client
-from annotate.studio import StudioConfig, free_port, read_credentials, start, stop
+from annotate.studio.client import Connection, open_client
+from annotate.studio.server import StudioConfig, free_port, read_credentials, start, stop
 from fcbench.catalog import load_tools_file
 from fcbench.environments.python_env import PythonEnvironment
-from fcbench.execution import execute_gold_paths
+from fcbench.environments.execution import execute_gold_paths
 from fcbench.sample import Sample
 from ls_helpers import TRAVEL, draft_paths
 

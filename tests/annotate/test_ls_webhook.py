@@ -13,13 +13,13 @@ from typing import Any, Callable
 
 from typer.testing import CliRunner
 
-from annotate.live_check import annotation_key
-from annotate.push import VIEW_TITLE, find_project, list_tasks
-from annotate.client import raw_request
-from annotate.stage2 import Stage2Files, project_title, run_stage2_pull, run_stage2_push
-from annotate.junior import JuniorFiles, run_junior_push
-from annotate.studio import read_credentials
-from annotate.tasks import choices_result, textarea_result
+from annotate.review.live_check import annotation_key
+from annotate.exchange.push import VIEW_TITLE, find_project, list_tasks
+from annotate.studio.client import raw_request
+from annotate.stage2.senior import Stage2Files, project_title, run_stage2_pull, run_stage2_push
+from annotate.stage3.junior import JuniorFiles, run_junior_push
+from annotate.studio.server import read_credentials
+from annotate.tasks.single import choices_result, textarea_result
 from fcbench.jsonl import write_json_lines
 from fcbench.sample import sample_to_dict
 from annotate.webhook import SECRET_HEADER, WEBHOOK_PATH, read_receiver_state
@@ -249,7 +249,7 @@ def test_a_sent_back_task_comes_back_in_label_all_tasks_and_is_released_once_fix
     Tasks" serves the sent-back task again with the problem on top; submitting it fixed completes it."""
     from playwright.sync_api import sync_playwright
 
-    from annotate.screenshot import CHROMIUM, CHROMIUM_ARGS, EDITOR_SELECTOR
+    from annotate.browser.screenshot import CHROMIUM, CHROMIUM_ARGS, EDITOR_SELECTOR
 
     pipeline = write_pipeline(tmp_path, name="queue")
     # a draft of model "draft": "Label All Tasks" pre-fills only predictions of the project's model

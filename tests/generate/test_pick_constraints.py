@@ -8,12 +8,12 @@ import shutil
 from pathlib import Path
 
 from fcbench.config import load_pipelines
-from fcbench.constraints import parse_path, pick_problems
+from fcbench.checks.constraints import parse_path, pick_problems
 from fcbench.jsonl import write_json_lines
 from fcbench.references import iter_references
 from fcbench.sample import sample_to_dict
-from generate.stage1 import run_stage1
-from generate.stage3 import run_stage3
+from generate.stage1.single import run_stage1
+from generate.stage3.single import run_stage3
 
 REPO = Path(__file__).resolve().parents[2]
 TRAVEL = REPO / "datasets" / "travel"

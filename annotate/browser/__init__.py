@@ -1,0 +1,1 @@
+"""Headless Chromium driving Label Studio's labeling page the way an annotator does."""

@@ -1,0 +1,1 @@
+"""Verdicts on annotations (pure): checks of an annotated gold candidate, live checks, QA, agreement."""

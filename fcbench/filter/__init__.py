@@ -1,0 +1,2 @@
+"""STAGE filter: candidates -> validated + rejects (single-call-path samples in `single`,
+`kind: conversation` pipelines in `conversation`)."""

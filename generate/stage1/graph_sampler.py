@@ -1,0 +1,820 @@
+"""Stage1 without an LLM: propose call paths by chaining tools whose outputs feed later inputs.
+
+1. The feed graph (`build_feed_graph`, pure): a required parameter that no value pool fills is fed
+   by an earlier tool's output field when their names match (`fromId` <- `data[].id`,
+   `pick_up_place_id` <- `googlePlaceId`, `slug` <- `productSlug`) and their types agree. A
+   parameter description that names tools ("from Search_Flight_Location") or an output path
+   ("data.destinations[].id") narrows identifiers to those: an id only means something to the API
+   that issued it. Parameters that share the words before the matched name ("pick up" latitude and
+   longitude, a `dest_id` and its `search_type`) read the same entry of the same earlier call.
+   Real APIs add two readings (OpenAPI imports): an output field whose name the parameter's
+   description spells ("city/airport IATA code" <- `iataCode`), and a list parameter fed one id at
+   a time (`hotelIds` <- `data[].hotelId`, written `["$var_1.data[0].hotelId$"]`). Output fields come
+   from the `returns` schema and from the published example responses it carries (`examples`),
+   nested objects and lists included, since a real answer may not follow its schema.
+2. A plan (`plan_draft`): from a goal tool, backwards, a source call for each fed group, down to
+   lookups whose arguments come from the value pools; the other arguments are drawn from the pools
+   too (the same stay, party size... across the draft; places of one city, the trip city, except
+   for the first leg of a journey, which may start elsewhere).
+3. Execution (`execute_plan`): step by step against the environment, each fed argument written as
+   a `$label.path$` reference. A lookup's first entry is the match for the name the user gave; an
+   entry of a result list is picked by the seeded generator and named in the query ("the second
+   flight"). Every response is kept on its call.
+4. The query (`render_query`): one clause per call from the phrase templates, lookups left
+   implicit (their name appears where their result is used).
+Everything random takes a `random.Random` seeded by the caller: the same seed gives the same drafts.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from fcbench.checks.constraints import PickSpec, choose_pick, parse_path as parse_field_path
+from fcbench.environments import Environment
+from fcbench.checks.grounding import ungrounded_values
+from fcbench.references import format_reference
+from fcbench.resolve import walk_path
+from fcbench.sample import Call, Sample, Tool
+from generate.slots import Slot, SlotUse, ValuePools, spell_date
+
+DEFAULT_PHRASES = Path(__file__).resolve().parents[1] / "prompts" / "graph_sampler_phrases.txt"
+ORDINALS = ["first", "second", "third"]
+PICK_AMONG = len(ORDINALS)  # entries of a result list a draft may pick
+OPTIONAL_CHANCE = 0.4  # an optional argument the pools can fill is set this often (a constraint)
+MAX_OPTIONAL = 2  # constraints per call, so a clause stays readable
+GENERAL_DOMAIN = "general"
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_MENTIONED_PATH = re.compile(r"[A-Za-z_]\w*(?:\[\])?(?:\.[A-Za-z_]\w*(?:\[\])?)+")
+
+
+class PlanFailed(Exception):
+    """This attempt at a draft cannot be completed (no source, empty result, a call failed)."""
+
+
+# ----------------------------------------------------------------------------- the feed graph
+@dataclass(frozen=True)
+class OutputField:
+    path: tuple[str | None, ...]  # None: every entry of a list
+    type: str | None
+
+    @property
+    def name(self) -> str:
+        return next((part for part in reversed(self.path) if part is not None), "")
+
+    def text(self) -> str:
+        out = ""
+        for part in self.path:
+            out += "[]" if part is None else (f".{part}" if out else part)
+        return out
+
+
+def response_fields(returns: Any) -> list[OutputField]:
+    """The leaves of a tool's answer: from its `returns` schema, then from the example answers the
+    schema carries (a leaf the schema does not know, or places differently, is added)."""
+    fields = output_fields(returns)
+    known = {f.path for f in fields}
+    examples = returns.get("examples") if isinstance(returns, dict) else None
+    for example in examples if isinstance(examples, list) else []:
+        for leaf in example_fields(example):
+            if leaf.path not in known:
+                known.add(leaf.path)
+                fields.append(leaf)
+    return fields
+
+
+def example_fields(value: Any, prefix: tuple[str | None, ...] = ()) -> list[OutputField]:
+    """Every leaf of an example JSON value, with its path (list entries merged under `[]`)."""
+    if isinstance(value, dict):
+        return [leaf for key, sub in value.items() for leaf in example_fields(sub, prefix + (key,))]
+    if isinstance(value, list):
+        seen: dict[tuple[str | None, ...], OutputField] = {}
+        for item in value:
+            for leaf in example_fields(item, prefix + (None,)):
+                seen.setdefault(leaf.path, leaf)
+        return list(seen.values())
+    if not prefix or value is None:
+        return []
+    kind = ("boolean" if isinstance(value, bool) else "integer" if isinstance(value, int)
+            else "number" if isinstance(value, float) else "string")
+    return [OutputField(prefix, kind)]
+
+
+def output_fields(schema: Any, prefix: tuple[str | None, ...] = ()) -> list[OutputField]:
+    """Every leaf of a `returns` JSON Schema, with its path."""
+    if not isinstance(schema, dict):
+        return []
+    kind = _first_type(schema.get("type"))
+    if kind == "object" or "properties" in schema:
+        return [leaf for name, sub in (schema.get("properties") or {}).items()
+                for leaf in output_fields(sub, prefix + (name,))]
+    if kind == "array":
+        return output_fields(schema.get("items"), prefix + (None,))
+    return [OutputField(prefix, kind)] if prefix else []
+
+
+def _first_type(kind: Any) -> str | None:
+    if isinstance(kind, list):
+        return next((k for k in kind if k != "null"), None)
+    return kind
+
+
+def name_words(name: str) -> list[str]:
+    """'pick_up_place_id' and 'pickUpPlaceId' -> ['pick', 'up', 'place', 'id']."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name).replace("_", " ").replace("-", " ")
+    return [word.lower() for word in spaced.split()]
+
+
+def matched_prefix(parameter: str, output: str) -> tuple[str, ...] | None:
+    """The words the parameter has before the part it shares with the output name, or None when
+    they do not match. One name ending the other matches (`fromId`/`id`, `slug`/`productSlug`);
+    otherwise they must share their last two words (`pick_up_place_id`/`googlePlaceId`)."""
+    param_words, out_words = name_words(parameter), name_words(output)
+    if not param_words or not out_words:
+        return None
+    common = 0
+    while common < min(len(param_words), len(out_words)) and param_words[-1 - common] == out_words[-1 - common]:
+        common += 1
+    if common == len(out_words) or common == len(param_words) or common >= 2:
+        return tuple(param_words[:-common])
+    return None
+
+
+def described_prefix(parameter: str, description: str, output: str) -> tuple[str, ...] | None:
+    """When the parameter's description spells the output field's name (two words or more: "IATA
+    code" for `iataCode`), the parameter's own words but its last (`originLocationCode` ->
+    origin location, so an origin and a destination read two calls); else None. Markdown link
+    targets are not read."""
+    out_words = name_words(output)
+    if len(out_words) < 2:
+        return None
+    text = re.sub(r"\]\([^)]*\)", "]", description)
+    words = [word.lower() for word in re.findall(r"[A-Za-z0-9]+", text)]
+    span = len(out_words)
+    if not any(words[i:i + span] == out_words for i in range(len(words) - span + 1)):
+        return None
+    return tuple(name_words(parameter)[:-1])
+
+
+def is_list_parameter(schema: Mapping[str, Any]) -> bool:
+    """A list of scalars (ids): fed one value at a time by an output field of the item's type."""
+    items = schema.get("items")
+    return _first_type(schema.get("type")) == "array" and isinstance(items, dict) and \
+        _first_type(items.get("type")) in ("string", "integer", "number")
+
+
+def singular(name: str) -> str:
+    """`hotelIds` -> `hotelId`, `offer_ids` -> `offer_id`: the name of one entry of a list parameter."""
+    return name[:-1] if len(name) > 2 and name.endswith("s") and not name.endswith("ss") else name
+
+
+def _stem(word: str) -> str:
+    word = word.lower()
+    if word.endswith("ies"):
+        return word[:-3]
+    if word.endswith("y"):
+        return word[:-1]
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
+
+
+def _says_what_it_is(words: tuple[str, ...], source: Tool, output: OutputField) -> bool:
+    """Whether the words a parameter has beyond the output's name (`offer` in `offerId` <- `id`)
+    appear in the output's path, the source tool's name or its endpoint (`/shopping/hotel-offers`),
+    so a bare `id` feeds only the parameter that names what it identifies."""
+    endpoint = source.meta.get("endpoint") or ((source.meta.get("openai") or {}).get("extra") or {}).get("http", {}).get("endpoint", "")
+    seen = {_stem(w) for part in output.path if part for w in name_words(part)}
+    seen |= {_stem(w) for w in name_words(source.name)}
+    seen |= {_stem(w) for w in re.findall(r"[A-Za-z]+", str(endpoint))}
+    return all(_stem(word) in seen for word in words)
+
+
+def _types_agree(param_schema: Mapping[str, Any], field_type: str | None) -> bool:
+    if is_list_parameter(param_schema):
+        param_schema = param_schema["items"]
+    kinds = param_schema.get("type")
+    kinds = set(kinds) if isinstance(kinds, list) else {kinds}
+    if field_type is None or None in kinds:
+        return True
+    if field_type in kinds:
+        return True
+    return field_type == "integer" and "number" in kinds
+
+
+@dataclass(frozen=True)
+class Feed:
+    source: str
+    output: OutputField
+    preferred: bool  # the parameter's description names the source tool
+
+
+@dataclass(frozen=True)
+class FedGroup:
+    """Parameters of one call read from the same entry of the same earlier call."""
+
+    words: tuple[str, ...]
+    parameters: tuple[str, ...]
+    feeds: Mapping[str, list[Feed]]  # parameter -> its possible feeds
+
+    def sources(self) -> list[str]:
+        """Tools that can feed every parameter of the group, in catalog order."""
+        per_parameter = [[feed.source for feed in self.feeds[p]] for p in self.parameters]
+        return [tool for tool in dict.fromkeys(per_parameter[0]) if all(tool in other for other in per_parameter[1:])]
+
+    def preferred(self, source: str) -> bool:
+        return any(feed.preferred for p in self.parameters for feed in self.feeds[p] if feed.source == source)
+
+    def fields_from(self, source: str) -> dict[str, OutputField]:
+        return {p: next(feed.output for feed in self.feeds[p] if feed.source == source) for p in self.parameters}
+
+
+@dataclass(frozen=True)
+class FeedGraph:
+    tools: dict[str, Tool]
+    groups: dict[str, list[FedGroup]]  # tool -> the groups of its fed parameters
+    unfillable: dict[str, list[str]]  # tool -> required parameters nothing fills
+
+    def plannable(self, tool: str) -> bool:
+        return not self.unfillable.get(tool)
+
+    def goals(self, plannable_only: bool = True) -> list[str]:
+        """Tools worth ending a path with: they read an earlier output (and, for the offline
+        sampler, every argument of their chain can be filled)."""
+        return [name for name in self.tools if self.groups.get(name) and (self.plannable(name) or not plannable_only)]
+
+
+def tool_domain(tool: Tool) -> str:
+    """The domain a catalog gives a tool (OpenAI-style extra key `domain`), else "general"."""
+    extra = tool.meta.get("openai", {}).get("extra", {}) if isinstance(tool.meta.get("openai"), dict) else {}
+    domain = extra.get("domain") if isinstance(extra, dict) else None
+    return str(domain or tool.meta.get("domain") or GENERAL_DOMAIN)
+
+
+def _feeds_for(tool: Tool, parameter: str, schema: Mapping[str, Any], catalog: Sequence[Tool],
+               fields_of: Mapping[str, list[OutputField]]) -> dict[tuple[str, ...], list[Feed]]:
+    """Possible feeds of one parameter, keyed by the words before the matched name."""
+    description = str(schema.get("description", ""))
+    named = {other.name for other in catalog if other.name != tool.name and re.search(rf"\b{re.escape(other.name)}\b", description)}
+    mentioned = set(_MENTIONED_PATH.findall(description))
+    known_paths = {f.text() for fields in fields_of.values() for f in fields}
+    mentioned &= known_paths
+    identifier = _first_type(schema.get("type")) in ("string", "integer")
+    found: dict[tuple[str, ...], list[Feed]] = {}
+    for other in catalog:
+        if other.name == tool.name or (identifier and named and other.name not in named):
+            continue
+        for output in fields_of[other.name]:
+            if mentioned and output.text() not in mentioned:
+                continue
+            words = matched_prefix(singular(parameter) if is_list_parameter(schema) else parameter, output.name)
+            if words and not named and name_words(output.name) == ["id"] and not _says_what_it_is(words, other, output):
+                words = None  # an `offerId` is not any bare `id`: the offer must show in the source
+            if words is None:
+                words = described_prefix(parameter, description, output.name)
+            if words is None or not _types_agree(schema, output.type):
+                continue
+            found.setdefault(words, []).append(Feed(other.name, output, other.name in named))
+    return found
+
+
+def build_feed_graph(catalog: Sequence[Tool], pools: ValuePools) -> FeedGraph:
+    fields_of = {tool.name: response_fields(tool.returns) for tool in catalog}
+    groups: dict[str, list[FedGroup]] = {}
+    unfillable: dict[str, list[str]] = {}
+    for tool in catalog:
+        properties = tool.parameters.get("properties") or {}
+        covered = pools.covered_arguments(tool.name)
+        by_words: dict[tuple[str, ...], dict[str, list[Feed]]] = {}
+        for parameter in tool.parameters.get("required") or []:
+            if parameter in covered:
+                continue
+            schema = properties.get(parameter) or {}
+            options = _feeds_for(tool, parameter, schema, catalog, fields_of)
+            if not options:
+                if _fallback_literal(schema, random.Random(0)) is None:
+                    unfillable.setdefault(tool.name, []).append(parameter)
+                continue
+            words = max(options, key=lambda key: (len(options[key]), key))  # the reading most sources agree on
+            by_words.setdefault(words, {})[parameter] = options[words]
+        groups[tool.name] = [FedGroup(words, tuple(feeds), feeds) for words, feeds in by_words.items()]
+        groups[tool.name] = [group for group in groups[tool.name] if group.sources()]
+    return FeedGraph({tool.name: tool for tool in catalog}, groups, unfillable)
+
+
+def _fallback_literal(schema: Mapping[str, Any], rng: random.Random) -> Any:
+    """A value for a required parameter no pool and no output fills: only enums and numbers can be
+    invented safely (a made-up string would be an unknown id)."""
+    if schema.get("enum"):
+        return rng.choice(schema["enum"])
+    kind = _first_type(schema.get("type"))
+    if kind == "integer":
+        return rng.randint(2, 20)
+    if kind == "number":
+        return float(rng.randint(2, 20))
+    return None
+
+
+# ---------------------------------------------------------------------------------- the plan
+@dataclass
+class FedArguments:
+    source: int  # index of the source node
+    fields: dict[str, OutputField]
+
+
+@dataclass
+class PlanNode:
+    tool: str
+    goal: int
+    literals: dict[str, Any] = field(default_factory=dict)
+    optional: list[str] = field(default_factory=list)  # literal arguments that are constraints
+    fed: list[FedArguments] = field(default_factory=list)
+    depth: int = 0
+    subject: str | None = None  # a lookup: the name the user gave
+    label: str = ""
+    picked: int | None = None  # entry of a result list this call read (for "the second flight")
+    pick_text: str | None = None  # or the constraint that picks it ("the cheapest flight leaving before 10 am")
+    journey: bool | None = None  # a call of two places: whether the first one is in the home city
+
+
+@dataclass
+class DraftContext:
+    """What one draft attempt shares across its calls."""
+
+    graph: FeedGraph
+    pools: ValuePools
+    phrases: "PhraseBook"
+    rng: random.Random
+    allowed: set[str]  # tools the draft may call
+    preferred_domains: set[str]  # sources from these domains go first
+    trip_city: str | None
+    home_city: str | None
+    # tool -> whether its first place is in the home city (a flight) or not (a taxi ride); learnt
+    # from earlier drafts that executed, drawn at random for a tool not seen yet
+    journeys: Mapping[str, bool] = field(default_factory=dict)
+    values: dict[str, dict[str, Any]] = field(default_factory=dict)  # slot -> the draft's value
+    # tool -> how an entry of its results may be picked by a constraint (fcbench.checks.constraints)
+    picks: Mapping[str, PickSpec] = field(default_factory=dict)
+    pick_records: list[dict[str, Any]] = field(default_factory=list)  # the draft's picks (meta.picks)
+    used_places: set[str] = field(default_factory=set)
+    nodes: list[PlanNode] = field(default_factory=list)
+
+
+def place_groups(pools: ValuePools) -> list[str]:
+    return sorted({g for slot in pools.slots.values() for value in slot.values if (g := slot.group_of(value))})
+
+
+def _slot_value(ctx: DraftContext, slot: Slot, city: str | None) -> dict[str, Any]:
+    if not slot.is_place:
+        if slot.name not in ctx.values:
+            ctx.values[slot.name] = slot.values[ctx.rng.randrange(len(slot.values))]
+        return ctx.values[slot.name]
+    fresh = [v for v in slot.values if _place_key(slot, v) not in ctx.used_places]
+    local = [v for v in fresh if slot.group_of(v) == city]
+    options = local or fresh or slot.values
+    value = options[ctx.rng.randrange(len(options))]
+    ctx.used_places.add(_place_key(slot, value))
+    return value
+
+
+def _place_key(slot: Slot, value: Mapping[str, Any]) -> str:
+    return f"{slot.name}:{sorted(value.items())}"
+
+
+def _choose_source(ctx: DraftContext, tool: str, group: FedGroup, ancestors: set[str]) -> str:
+    sources = [s for s in group.sources() if s in ctx.allowed and s not in ancestors and ctx.graph.plannable(s)]
+    if not sources:
+        raise PlanFailed(f"no allowed tool feeds {tool}.{'/'.join(group.parameters)}")
+    own_domain = tool_domain(ctx.graph.tools[tool])
+    preferred = [s for s in sources if group.preferred(s)]
+    across = [s for s in sources if tool_domain(ctx.graph.tools[s]) in ctx.preferred_domains - {own_domain}]
+    in_domain = [s for s in sources if tool_domain(ctx.graph.tools[s]) == own_domain]
+    # named sources first; a cross-domain draft also lets another of its domains feed the call
+    options = sorted(set(preferred) | set(across), key=sources.index) if preferred or across else (in_domain or sources)
+    return options[ctx.rng.randrange(len(options))]
+
+
+def plan_call(ctx: DraftContext, tool: str, city: str | None, goal: int, ancestors: frozenset[str] = frozenset()) -> int:
+    """Plan a call of `tool` and, first, the calls feeding it; returns its node index."""
+    groups = ctx.graph.groups.get(tool, [])
+    fed: list[FedArguments] = []
+    journey = None
+    if len(groups) > 1:
+        journey = ctx.journeys[tool] if tool in ctx.journeys else ctx.rng.random() < 0.5
+    for position, group in enumerate(groups):
+        source = _choose_source(ctx, tool, group, set(ancestors) | {tool})
+        source_city = ctx.home_city if journey and position == 0 else city
+        index = plan_call(ctx, source, source_city, goal, ancestors | {tool})
+        fed.append(FedArguments(index, group.fields_from(source)))
+    node = PlanNode(tool, goal, fed=fed, journey=journey)
+    node.depth = 1 + max((ctx.nodes[f.source].depth for f in fed), default=-1)
+    _choose_literals(ctx, node, city)
+    ctx.nodes.append(node)
+    return len(ctx.nodes) - 1
+
+
+def _choose_literals(ctx: DraftContext, node: PlanNode, city: str | None) -> None:
+    tool = ctx.graph.tools[node.tool]
+    properties = tool.parameters.get("properties") or {}
+    fed = {p for f in node.fed for p in f.fields}
+    uses = [(slot, use) for slot, use in ctx.pools.uses_for(node.tool) if not set(use.arguments) & fed]
+    place_values: list[tuple[Slot, SlotUse, dict[str, Any]]] = []
+    required = list(tool.parameters.get("required") or [])
+    for parameter in required:
+        if parameter in fed or parameter in node.literals:
+            continue
+        options = [(s, u) for s, u in uses if parameter in u.arguments and not set(u.arguments) & set(node.literals)]
+        if not options:
+            value = _fallback_literal(properties.get(parameter) or {}, ctx.rng)
+            if value is None:
+                raise PlanFailed(f"nothing fills {node.tool}.{parameter}")
+            node.literals[parameter] = value
+            continue
+        # a slot the draft already uses goes first: the flight leaves on the first day of the hotel stay
+        options = [(s, u) for s, u in options if s.name in ctx.values] or options
+        slot, use = options[ctx.rng.randrange(len(options))]
+        value = _slot_value(ctx, slot, city)
+        node.literals.update({arg: value[f] for arg, f in use.arguments.items()})
+        # an optional argument set along with a required one (a stay's return date) is said too
+        node.optional.extend(arg for arg in use.arguments if arg not in required)
+        if slot.is_place:
+            place_values.append((slot, use, value))
+    if not node.fed and len(place_values) == 1 and len(node.literals) == len(place_values[0][1].arguments):
+        _, use, value = place_values[0]
+        node.subject = str(value[next(iter(use.arguments.values()))])  # a lookup of a name the user gives
+        return
+    for slot, use in uses:
+        if len(node.optional) >= MAX_OPTIONAL or set(use.arguments) & set(node.literals):
+            continue
+        if ctx.rng.random() >= OPTIONAL_CHANCE:
+            continue
+        value = _slot_value(ctx, slot, city)
+        candidate = {arg: value[f] for arg, f in use.arguments.items()}
+        if ctx.phrases.states_constraint(ctx.graph.tools[node.tool], candidate):
+            node.literals.update(candidate)
+            node.optional.extend(candidate)
+
+
+# ------------------------------------------------------------------------------- the phrases
+SayArgument = Callable[[str, list[str]], str]  # (parameter, extra placeholder parts) -> text
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][\w]*)(?:\|([^{}|]*))?(?:\|([^{}|]*))?\}")
+
+
+@dataclass(frozen=True)
+class PhraseBook:
+    clauses: dict[str, str]  # tool -> clause
+    fragments: dict[tuple[str, str], str]  # (tool, parameter) -> fragment
+    nouns: dict[str, str] = field(default_factory=dict)  # tool -> what an entry of its results is
+
+    @classmethod
+    def parse(cls, text: str) -> "PhraseBook":
+        clauses, fragments, nouns = {}, {}, {}
+        for line in text.splitlines():
+            line = line.strip()
+            if not line or line.startswith("#") or "=" not in line:
+                continue
+            key, template = (part.strip() for part in line.split("=", 1))
+            if key.endswith("@result"):
+                nouns[key.removesuffix("@result")] = template
+            elif "." in key:
+                tool, parameter = key.split(".", 1)
+                fragments[(tool, parameter)] = template
+            else:
+                clauses[key] = template
+        return cls(clauses, fragments, nouns)
+
+    @classmethod
+    def load(cls, path: Path) -> "PhraseBook":
+        return cls.parse(path.read_text(encoding="utf-8"))
+
+    def states_constraint(self, tool: Tool, arguments: Mapping[str, Any]) -> bool:
+        """Whether the fragments for these optional arguments say each value the way the
+        filter's grounding check reads it back."""
+        text = " ".join(self.fragment(tool, name, arguments) for name in arguments).lower()
+        for value in arguments.values():
+            if isinstance(value, bool):
+                return False
+            if isinstance(value, (int, float)):
+                if not re.search(rf"(?<![\w.]){re.escape(_number_text(value))}(?![\w]|\.\d)", text):
+                    return False
+            elif str(value).lower() not in text:
+                return False
+        return True
+
+    def fragment_template(self, tool: Tool, parameter: str) -> str:
+        return self.fragments.get((tool.name, parameter)) or f"with {parameter.replace('_', ' ')} {{{parameter}}}"
+
+    def fragment(self, tool: Tool, parameter: str, arguments: Mapping[str, Any]) -> str:
+        return fill_placeholders(self.fragment_template(tool, parameter),
+                                 lambda name, extra: _say_literal(tool, name, arguments.get(name), extra))
+
+    def clause(self, tool: Tool, say: SayArgument) -> str:
+        template = self.clauses.get(tool.name) or _generic_clause(tool)
+        return fill_placeholders(template, say)
+
+
+def fill_placeholders(template: str, say: SayArgument) -> str:
+    return _PLACEHOLDER.sub(lambda m: say(m.group(1), [part for part in m.groups()[1:] if part is not None]), template)
+
+
+def _generic_clause(tool: Tool) -> str:
+    """For a tool without a phrase: its description's first sentence and its required arguments."""
+    description = (tool.description or tool.name.replace("_", " ")).split(". ")[0].rstrip(".")
+    required = tool.parameters.get("required") or []
+    details = ", ".join(f"{name.replace('_', ' ')} {{{name}}}" for name in required)
+    first = description[:1].lower() + description[1:]
+    return f"{first} ({details})" if details else first
+
+
+def _number_text(value: int | float) -> str:
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
+def _say_literal(tool: Tool, parameter: str, value: Any, extra: list[str]) -> str:
+    schema = (tool.parameters.get("properties") or {}).get(parameter) or {}
+    if isinstance(value, str) and _ISO_DATE.match(value):
+        return spell_date(value)
+    if isinstance(value, str) and schema.get("enum") and not (len(value) <= 3 and value.isupper()):
+        return value.replace("_", " ").lower()  # "first class"; a code (USD) stays as written
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        text = _number_text(value)
+        if len(extra) == 2:
+            return f"{text} {extra[0] if value == 1 else extra[1]}"
+        return text
+    return "" if value is None else str(value)
+
+
+# ---------------------------------------------------------------------------------- execution
+def _first_list(path: tuple[str | None, ...]) -> int | None:
+    return next((i for i, part in enumerate(path) if part is None), None)
+
+
+def _concrete(path: tuple[str | None, ...], index: int) -> tuple[str | int, ...]:
+    """The field path with its first list marker at `index` and any deeper one at 0."""
+    out: list[str | int] = []
+    first = True
+    for part in path:
+        if part is None:
+            out.append(index if first else 0)
+            first = False
+        else:
+            out.append(part)
+    return tuple(out)
+
+
+def _resolve_group(ctx: DraftContext, node: PlanNode, group: FedArguments,
+                   outputs: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:
+    source = ctx.nodes[group.source]
+    response = outputs[source.label]
+    first_path = next(iter(group.fields.values())).path
+    cut = _first_list(first_path)
+    index = 0
+    if cut is not None:
+        try:
+            entries = walk_path(response, tuple(p for p in first_path[:cut] if p is not None))
+        except (LookupError, TypeError):
+            raise PlanFailed(f"{source.tool} gave no {'.'.join(str(p) for p in first_path[:cut])}") from None
+        if not isinstance(entries, list) or not entries:
+            raise PlanFailed(f"{source.tool} gave an empty list for {node.tool}")
+        # a lookup's first entry is the match for the name the user gave; otherwise an entry a
+        # constraint singles out ("the cheapest hotel rated above 8", when the dataset has pick
+        # rules for the tool), or one of the first few
+        index = 0 if source.subject is not None else ctx.rng.randrange(min(PICK_AMONG, len(entries)))
+        spec = ctx.picks.get(source.tool) if source.subject is None else None
+        pick = None
+        if spec is not None and parse_field_path(spec.list_path) == tuple(p for p in first_path[:cut] if p is not None):
+            pick = choose_pick(entries, spec, ctx.rng)
+        if pick is not None:
+            index = pick.index
+            node.pick_text = pick.text
+            ctx.pick_records.append({"reader": node.label, "source": source.label, **pick.record})
+        if source.subject is None:
+            node.picked = index
+    references, values = {}, {}
+    for parameter, output in group.fields.items():
+        path = _concrete(output.path, index)
+        try:
+            values[parameter] = walk_path(response, path)
+        except (LookupError, TypeError):
+            raise PlanFailed(f"{source.tool} response has no {output.text()}") from None
+        references[parameter] = format_reference(source.label, path)
+        schema = (ctx.graph.tools[node.tool].parameters.get("properties") or {}).get(parameter) or {}
+        if is_list_parameter(schema):  # one id for a list of ids
+            references[parameter], values[parameter] = [references[parameter]], [values[parameter]]
+    return references, values
+
+
+def assign_labels(nodes: list[PlanNode]) -> list[list[PlanNode]]:
+    """Steps of the path: calls of equal depth run together; labels var_1, var_2... in path order."""
+    order = sorted(range(len(nodes)), key=lambda i: (nodes[i].depth, nodes[i].goal, i))
+    for number, index in enumerate(order, start=1):
+        nodes[index].label = f"var_{number}"
+    steps: dict[int, list[PlanNode]] = {}
+    for index in order:
+        steps.setdefault(nodes[index].depth, []).append(nodes[index])
+    return [steps[depth] for depth in sorted(steps)]
+
+
+def execute_plan(ctx: DraftContext, environment: Environment) -> list[list[Call]]:
+    """Run the plan step by step; the calls with reference arguments and real responses."""
+    outputs: dict[str, Any] = {}
+    path: list[list[Call]] = []
+    for step in assign_labels(ctx.nodes):
+        written, sent = [], []
+        for node in step:
+            arguments, resolved = dict(node.literals), dict(node.literals)
+            for group in node.fed:
+                references, values = _resolve_group(ctx, node, group, outputs)
+                arguments.update(references)
+                resolved.update(values)
+            written.append(_ordered(ctx.graph.tools[node.tool], arguments))
+            sent.append((node.tool, resolved))
+        outcomes = environment.call_step(sent)
+        calls = []
+        for node, arguments, outcome in zip(step, written, outcomes):
+            if not outcome.ok:
+                raise PlanFailed(f"{node.tool}: {outcome.reason.value if outcome.reason else 'error'}: {outcome.error}")
+            outputs[node.label] = outcome.response
+            calls.append(Call(label=node.label, name=node.tool, arguments=arguments, response=outcome.response))
+        path.append(calls)
+    return path
+
+
+def _ordered(tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Arguments in the order the tool declares them (stable output, readable drafts)."""
+    order = list((tool.parameters.get("properties") or {}).keys())
+    return dict(sorted(arguments.items(), key=lambda item: order.index(item[0]) if item[0] in order else len(order)))
+
+
+# ------------------------------------------------------------------------------------ the query
+def render_query(ctx: DraftContext) -> str:
+    consumed = {f.source for node in ctx.nodes for f in node.fed}
+    chains: dict[int, list[str]] = {}
+    for index in sorted(range(len(ctx.nodes)), key=lambda i: (ctx.nodes[i].depth, i)):
+        node = ctx.nodes[index]
+        if index in consumed and node.subject is not None:
+            continue  # a lookup: the user names the place where its result is used
+        chains.setdefault(node.goal, []).append(_clause(ctx, node))
+    sentences = [", then ".join(clauses) for _, clauses in sorted(chains.items())]
+    text = sentences[0][:1].upper() + sentences[0][1:] + "."
+    for sentence in sentences[1:]:
+        text += f" Also, {sentence}."
+    return text
+
+
+def _clause(ctx: DraftContext, node: PlanNode) -> str:
+    tool = ctx.graph.tools[node.tool]
+    fed_from = {p: ctx.nodes[f.source] for f in node.fed for p in f.fields}
+    said: set[str] = set()
+
+    def say(parameter: str, extra: list[str]) -> str:
+        said.add(parameter)
+        if parameter in fed_from:
+            return _say_reference(ctx, fed_from[parameter], node, extra)
+        return _say_literal(tool, parameter, node.literals.get(parameter), extra)
+
+    text = ctx.phrases.clause(tool, say)
+    for parameter in node.optional:
+        if parameter not in said:  # a fragment may state two (a price cap with its currency)
+            text += " " + fill_placeholders(ctx.phrases.fragment_template(tool, parameter), say)
+    return text
+
+
+def _say_reference(ctx: DraftContext, source: PlanNode, reader: PlanNode, extra: list[str]) -> str:
+    """How the user names what an argument reads: the place they gave, "the second hotel" for an
+    entry picked from a result list, or the name behind a single result ("Hyde Park" for the
+    details of the Hyde Park attraction)."""
+    if source.subject is not None:
+        return source.subject
+    if reader.pick_text is not None:
+        return reader.pick_text
+    noun = ctx.phrases.nouns.get(source.tool) or (extra[0] if extra else "result")
+    if reader.picked is not None:
+        return f"the {ORDINALS[reader.picked]} {noun}"
+    named = [ctx.nodes[group.source].subject for group in source.fed]
+    if len(named) == 1 and named[0] is not None:
+        return named[0]
+    return f"that {extra[0] if extra else noun}"
+
+
+# ------------------------------------------------------------------------------ one draft
+@dataclass(frozen=True)
+class DraftRequest:
+    """What stage1 asks the sampler for: the goals (one per domain of the draft), the tools it
+    may call, the seed of this attempt and what earlier drafts taught about two-place calls."""
+
+    goals: tuple[str, ...]
+    allowed: frozenset[str]
+    domains: frozenset[str]
+    seed: str
+    max_steps: int
+    journeys: Mapping[str, bool] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ProposedDraft:
+    query: str
+    calls: list[list[Call]]
+    slot_values: dict[str, Any]
+    journeys: dict[str, bool]  # what this draft's two-place calls did (they executed)
+    picks: list[dict[str, Any]] = field(default_factory=list)  # constraints that picked entries (meta.picks)
+
+
+def propose_draft(request: DraftRequest, graph: FeedGraph, pools: ValuePools, phrases: PhraseBook,
+                  environment: Environment, tools: Sequence[Tool],
+                  picks: Mapping[str, PickSpec] | None = None) -> ProposedDraft:
+    """Plan, execute and phrase one draft; `PlanFailed` says why this attempt did not work."""
+    rng = random.Random(request.seed)
+    cities = place_groups(pools)
+    trip, home = (rng.sample(cities, 2) if len(cities) >= 2 else (cities[0], cities[0]) if cities else (None, None))
+    ctx = DraftContext(graph, pools, phrases, rng, set(request.allowed), set(request.domains), trip, home,
+                       journeys=request.journeys, picks=picks or {})
+    for goal_index, goal in enumerate(request.goals):
+        plan_call(ctx, goal, trip, goal_index)
+    if max(node.depth for node in ctx.nodes) + 1 > request.max_steps:
+        raise PlanFailed(f"the path needs more than max_steps={request.max_steps} steps")
+    calls = execute_plan(ctx, environment)
+    query = render_query(ctx)
+    probe = Sample(id="probe", messages=[{"role": "user", "content": query}], tools=list(tools), calls=calls)
+    ungrounded = ungrounded_values(probe)
+    if ungrounded:
+        raise PlanFailed(f"the query does not state {ungrounded[0].describe()}")
+    journeys = {node.tool: node.journey for node in ctx.nodes if node.journey is not None}
+    return ProposedDraft(query, calls, dict(sorted(ctx.values.items())), journeys, ctx.pick_records)
+
+
+# --------------------------------------------------------------------------- tool subsets
+@dataclass(frozen=True)
+class ToolSubset:
+    """The tools offered for one draft, and the goals the offline sampler aims at."""
+
+    tools: tuple[str, ...]  # catalog order
+    goals: tuple[str, ...]
+    domains: tuple[str, ...]
+    cross_domain: bool
+
+
+def cross_domain_flags(count: int, ratio: float, seed: int) -> list[bool]:
+    """Exactly round(count * ratio) cross-domain drafts, at seeded positions."""
+    crossing = round(count * ratio)
+    flags = [index < crossing for index in range(count)]
+    random.Random(f"{seed}:cross-domain").shuffle(flags)
+    return flags
+
+
+def sample_tool_subset(index: int, cross: bool, graph: FeedGraph, sizes: Sequence[int], seed: int,
+                       plannable_only: bool = True, chain_bias: float = 2.0) -> ToolSubset:
+    """Pick the domain(s) and goal tool(s) of draft `index`, then offer the tools the goals need
+    plus others of the same domain(s) up to the sampled size (distractors, as in ComplexFuncBench).
+    An LLM drafts from any subset: without `plannable_only`, a catalog whose tools feed nothing
+    still gives subsets (random tools of a domain)."""
+    rng = random.Random(f"{seed}:subset:{index}")
+    domain_of = {name: tool_domain(tool) for name, tool in graph.tools.items()}
+    goals_by_domain: dict[str, list[str]] = {}
+    for goal in graph.goals(plannable_only):
+        goals_by_domain.setdefault(domain_of[goal], []).append(goal)
+    if not goals_by_domain:
+        if plannable_only:
+            raise PlanFailed("no tool of the catalog reads another tool's output: nothing to chain")
+        goals_by_domain = {domain: [] for domain in dict.fromkeys(domain_of.values())}
+    domains = list(goals_by_domain)
+    picked = rng.sample(domains, 2) if cross and len(domains) >= 2 else [rng.choice(domains)]
+    # longer chains are what the benchmark is about: a goal weighs its chain length to the power
+    # `chain_bias` (stage1.chain_bias, 2 by default: the square)
+    goals = tuple(rng.choices(goals_by_domain[domain], [chain_length(graph, g) ** chain_bias for g in goals_by_domain[domain]])[0]
+                  for domain in picked if goals_by_domain[domain])
+    size = rng.choice(list(sizes))
+    allowed = {name for name, domain in domain_of.items() if domain in picked}
+    needed: set[str] = set()
+    for goal in goals:
+        needed |= _closure(graph, goal, allowed, rng)
+    others = sorted(allowed - needed, key=list(graph.tools).index)
+    extra = rng.sample(others, max(0, min(len(others), size - len(needed))))
+    offered = needed | set(extra)
+    return ToolSubset(tuple(name for name in graph.tools if name in offered), goals, tuple(picked), cross and len(picked) > 1)
+
+
+def _closure(graph: FeedGraph, tool: str, allowed: set[str], rng: random.Random,
+             ancestors: frozenset[str] = frozenset()) -> set[str]:
+    """The tool and, for each group of its fed parameters, one source (named ones first) and its
+    own sources: the tools a path ending at `tool` needs."""
+    needed = {tool}
+    for group in graph.groups.get(tool, []):
+        sources = [s for s in group.sources() if s in allowed and s not in ancestors | {tool}]
+        preferred = [s for s in sources if group.preferred(s)] or sources
+        if preferred:
+            source = preferred[rng.randrange(len(preferred))]
+            needed |= _closure(graph, source, allowed, rng, ancestors | {tool})
+    return needed
+
+
+def chain_length(graph: FeedGraph, tool: str, seen: frozenset[str] = frozenset()) -> int:
+    """Calls on the longest chain of sources ending at `tool` (sources of its own domain)."""
+    domain = tool_domain(graph.tools[tool])
+    longest = 0
+    for group in graph.groups.get(tool, []):
+        for source in group.sources():
+            if source not in seen and source != tool and tool_domain(graph.tools[source]) == domain:
+                longest = max(longest, chain_length(graph, source, seen | {tool}))
+    return 1 + longest

@@ -1,0 +1,312 @@
+"""Drafting a conversation for a scenario without an LLM: a deterministic, rule-based user and agent.
+
+The plan comes from the graph sampler (`propose_draft`): an executable path over the scenario's
+APIs and the query that states it. The rules below play it as a conversation against the
+environment, shaped by the scenario's complexity:
+
+- underfilled_parameters: the first request leaves one value out; the agent asks; the user gives it.
+- overfilled_parameters: the request adds details no API takes; the agent says what it could not use.
+- goal_correction: the request states a date one day off; the agent checks it; the user corrects it.
+- execution_exception: the request gives an impossible date; the call fails with the API's error;
+  the agent reports it and asks again; the user gives the right date; the call is made again.
+- ambiguous_goal / implicit_goal: the user opens vaguely; the agent asks what they need.
+- follow_up: after the answer, the user asks about one field of a result; the agent reads it out.
+goal_switching needs a second plan the rules do not write: such scenarios are rejected offline
+(`offline_unsupported`), never drafted without their complexity.
+
+Calls are made one step at a time through the environment with references resolved to the values
+the earlier responses gave (a model calls with values, not references). The agent's turns carry
+the dialog acts the rules know they perform. Every choice takes the scenario's seed.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from typing import Any, Sequence
+
+from fcbench.conversation import Scenario, tool_call, tool_result
+from fcbench.checks.derivation import is_iso_date
+from fcbench.environments import Environment
+from fcbench.references import iter_references
+from fcbench.resolve import CallSite, UnresolvedReference, resolve_arguments
+from fcbench.sample import Call, Tool
+from generate.stage1.graph_sampler import (DraftRequest, FeedGraph, PhraseBook, PlanFailed, ProposedDraft, propose_draft)
+from generate.slots import ValuePools, spell_date
+
+OFFLINE_COMPLEXITIES = frozenset({"underfilled_parameters", "overfilled_parameters", "goal_correction",
+                                  "execution_exception", "ambiguous_goal", "implicit_goal", "follow_up"})
+IMPOSSIBLE_DATE = "2025-02-30"  # no such day: every date-taking API refuses it
+EXTRA_DETAILS = ["I am travelling with my dog.", "I would like a quiet place, away from the street.",
+                 "It is for my parents' anniversary.", "I prefer to pay by card."]
+CLOSINGS = [("Thanks, that is all I needed.", "You're welcome, have a good trip!"),
+            ("Great, thank you for your help.", "Glad I could help. Enjoy your travels!"),
+            ("Perfect. Nothing else for now.", "All right. Have a nice day!")]
+
+
+class SimulationFailed(Exception):
+    """This attempt cannot play the scenario; `reason` is counted in the stage summary."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass
+class DraftedConversation:
+    messages: list[dict[str, Any]]
+    failed_calls: list[str] = field(default_factory=list)
+    plan_query: str = ""
+
+
+# ------------------------------------------------------------------------------------ the agent
+@dataclass
+class _Agent:
+    environment: Environment
+    messages: list[dict[str, Any]]
+    outputs: dict[str, Any] = field(default_factory=dict)
+    failed: list[str] = field(default_factory=list)
+    calls_made: int = 0
+
+    def say_user(self, text: str) -> None:
+        self.messages.append({"role": "user", "content": text})
+
+    def say(self, text: str, acts: Sequence[str], turn_acts: list[str]) -> None:
+        """The agent's reply closing its turn: the turn's acts go on it."""
+        acts_of_turn = list(dict.fromkeys([*turn_acts, *acts]))
+        self.messages.append({"role": "assistant", "content": text, "dialog_acts": acts_of_turn})
+
+    def call_step(self, step: Sequence[Call], overrides: dict[str, dict[str, Any]] | None = None,
+                  expect_failure: bool = False) -> list[tuple[str, Any, bool]]:
+        """Resolve, execute and record one step; (label, response, ok) per call."""
+        planned = []
+        for call in step:
+            try:
+                arguments = dict(resolve_arguments(call.arguments, self.outputs, CallSite(call.label, call.name)))
+            except UnresolvedReference as exc:
+                raise SimulationFailed("unresolved_reference", str(exc)) from None
+            arguments.update((overrides or {}).get(call.label, {}))
+            self.calls_made += 1
+            planned.append((f"var_{self.calls_made}", call, arguments))
+        outcomes = self.environment.call_step([(call.name, arguments) for _, call, arguments in planned])
+        self.messages.append({"role": "assistant", "content": None,
+                              "tool_calls": [tool_call(label, call.name, arguments) for label, call, arguments in planned]})
+        results = []
+        for (label, call, _), outcome in zip(planned, outcomes):
+            response = outcome.response if outcome.ok else {"error": outcome.error or "the call failed"}
+            self.messages.append(tool_result(label, call.name, response))
+            if outcome.ok:
+                self.outputs[call.label] = outcome.response
+            elif expect_failure:
+                self.failed.append(label)
+            else:
+                raise SimulationFailed("execution_failed", f"{call.name}: {outcome.error}")
+            results.append((label, response, outcome.ok))
+        return results
+
+
+# ------------------------------------------------------------------------------------ helpers
+def _literal_dates(calls: Sequence[Call]) -> list[tuple[Call, str, str]]:
+    """(call, parameter, ISO date) for every literal date argument of the plan."""
+    found = []
+    for call in calls:
+        for name, value in call.arguments.items():
+            if isinstance(value, str) and not list(iter_references(value)) and is_iso_date(value):
+                found.append((call, name, value))
+    return found
+
+
+def _spoken(name: str) -> str:
+    return name.replace("_", " ").replace("Id", " id").strip().lower()
+
+
+_SKIPPED_KEYS = {"status", "message", "token", "slug", "id"}
+
+
+def _plain_fields(value: dict[str, Any], limit: int, depth: int = 0) -> list[str]:
+    """Up to `limit` "name value" phrases of a record's plain fields, then of its nested records."""
+    parts = []
+    for key, item in value.items():
+        if key in _SKIPPED_KEYS or key.lower().endswith(("_id", "id", "token")):
+            continue
+        if isinstance(item, (str, int, float)) and not isinstance(item, bool):
+            parts.append(f"{_spoken(key)} {item}")
+    if depth < 2:
+        for item in value.values():
+            if isinstance(item, dict) and len(parts) < limit:
+                parts.extend(_plain_fields(item, limit - len(parts), depth + 1))
+    return parts[:limit]
+
+
+def _first_entries(value: Any, depth: int = 0) -> list[dict[str, Any]] | None:
+    """The first list of records in a response, depth first (the results a user asked for)."""
+    if depth > 6:
+        return None
+    if isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
+        return value
+    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    for child in children:
+        if isinstance(child, (dict, list)):
+            found = _first_entries(child, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def describe_result(response: Any) -> str:
+    """A short spoken summary of a response: how many results, and the first one's plain fields."""
+    entries = _first_entries(response)
+    if entries:
+        fields = _plain_fields(entries[0], 4) or ["no details"]
+        count = len(entries)
+        return f"{count} option{'s' if count != 1 else ''}; the first has {', '.join(fields)}"
+    data = response.get("data", response) if isinstance(response, dict) else response
+    if isinstance(data, dict):
+        return ", ".join(_plain_fields(data, 5)) or "no details"
+    return json.dumps(data, ensure_ascii=False)[:200]
+
+
+def _follow_up_field(response: Any, depth: int = 0) -> tuple[str, Any] | None:
+    """A plain field of the first entry found in a response (depth first), to ask about."""
+    if depth > 6:
+        return None
+    if isinstance(response, list):
+        return _follow_up_field(response[0], depth + 1) if response else None
+    if not isinstance(response, dict):
+        return None
+    for key, item in response.items():
+        if key in ("status", "message", "id", "token") or "id" in key.lower().split("_"):
+            continue
+        if isinstance(item, (str, int, float)) and not isinstance(item, bool):
+            return key, item
+    for item in response.values():
+        if isinstance(item, (dict, list)):
+            found = _follow_up_field(item, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _mentioned(query: str, iso: str) -> str | None:
+    """How the query states a date: spelled out, or ISO."""
+    for text in (spell_date(iso), iso):
+        if text in query:
+            return text
+    return None
+
+
+# ------------------------------------------------------------------------------------ the rules
+def plan_for(scenario: Scenario, graph: FeedGraph, pools: ValuePools, phrases: PhraseBook,
+             environment: Environment, tools: Sequence[Tool], seed: str, max_steps: int) -> ProposedDraft:
+    domains = [scenario.domain] if isinstance(scenario.domain, str) else list(scenario.domain)
+    request = DraftRequest(tuple(scenario.required_apis), frozenset(scenario.apis), frozenset(domains), seed, max_steps)
+    try:
+        return propose_draft(request, graph, pools, phrases, environment, tools)
+    except PlanFailed as exc:
+        raise SimulationFailed("no_executable_plan", str(exc)) from None
+
+
+def simulate(scenario: Scenario, plan: ProposedDraft, environment: Environment, seed: str,
+             max_turns: int) -> DraftedConversation:
+    """Play `plan` as a conversation with the scenario's complexities (see the module doc)."""
+    unsupported = sorted(set(scenario.complexities) - OFFLINE_COMPLEXITIES)
+    if unsupported:
+        raise SimulationFailed("offline_unsupported", f"the rule-based simulator cannot play {unsupported[0]}; "
+                               "use an LLM (drop --offline / conversation.offline)")
+    rng = random.Random(seed)
+    complexities = set(scenario.complexities)
+    agent = _Agent(environment, [])
+    query = plan.query
+    calls = [call for step in plan.calls for call in step]
+    dates = [(call, name, iso) for call, name, iso in _literal_dates(calls) if _mentioned(query, iso)]
+    turn_acts: list[str] = []
+    opening = query
+
+    # --- how the user opens, and what the agent asks before calling
+    if complexities & {"ambiguous_goal", "implicit_goal"}:
+        vague = ("I need some help planning a trip." if "ambiguous_goal" in complexities
+                 else "My plans for next month are a bit of a mess, nothing is sorted yet.")
+        agent.say_user(vague)
+        agent.say("Of course. What exactly would you like me to look up?", ["agent_seek_information"], [])
+    held_back: tuple[str, str] | None = None  # (how the query said it, the parameter) for underfilled
+    corrected: tuple[str, str] | None = None  # (wrong text, right text) for goal_correction
+    failing: tuple[Call, str, str] | None = None
+    if "underfilled_parameters" in complexities:
+        if not dates:
+            raise SimulationFailed("no_value_to_hold_back", "the plan states no date the user could leave out")
+        call, name, iso = dates[rng.randrange(len(dates))]
+        said = _mentioned(query, iso) or iso
+        opening = opening.replace(said, "a date I will give you")
+        held_back = (said, name)
+    if "goal_correction" in complexities:
+        candidates = [item for item in dates if held_back is None or _mentioned(query, item[2]) != held_back[0]]
+        if not candidates:
+            raise SimulationFailed("no_value_to_correct", "the plan states no date the user could get wrong")
+        call, name, iso = candidates[rng.randrange(len(candidates))]
+        said = _mentioned(query, iso) or iso
+        wrong = spell_date((date.fromisoformat(iso) + timedelta(days=1)).isoformat())
+        opening = opening.replace(said, wrong)
+        corrected = (wrong, said)
+    if "execution_exception" in complexities:
+        candidates = [item for item in dates if (held_back is None or _mentioned(query, item[2]) != held_back[0])
+                      and (corrected is None or _mentioned(query, item[2]) != corrected[1])]
+        if not candidates:
+            raise SimulationFailed("no_value_to_fail", "the plan states no date the API could refuse")
+        failing = candidates[rng.randrange(len(candidates))]
+        opening = opening.replace(_mentioned(query, failing[2]) or failing[2], IMPOSSIBLE_DATE)
+    if "overfilled_parameters" in complexities:
+        extra = EXTRA_DETAILS[rng.randrange(len(EXTRA_DETAILS))]
+        opening = f"{opening} {extra}"
+    agent.say_user(opening)
+    if held_back is not None:
+        agent.say(f"Happy to help. Which {_spoken(held_back[1])} should I use?", ["agent_seek_information"], [])
+        agent.say_user(f"Sorry, it is {held_back[0]}.")
+    if corrected is not None:
+        agent.say(f"Just to check before I search: you said {corrected[0]}, is that right?",
+                  ["agent_seek_information"], [])
+        agent.say_user(f"Oh no, my mistake: I meant {corrected[1]}.")
+
+    # --- the calls, step by step
+    for step in plan.calls:
+        if failing is not None and any(call is failing[0] for call in step):
+            fail_call, fail_name, iso = failing
+            results = agent.call_step(step, {fail_call.label: {fail_name: IMPOSSIBLE_DATE}}, expect_failure=True)
+            errors = [response for _, response, ok in results if not ok]
+            if not errors:
+                raise SimulationFailed("exception_not_raised", f"{fail_call.name} accepted {IMPOSSIBLE_DATE}")
+            error_text = str(errors[0].get("error", "an error")) if isinstance(errors[0], dict) else "an error"
+            agent.say(f"The service refused that request ({error_text.splitlines()[0][:160]}). "
+                      f"{IMPOSSIBLE_DATE} is not a valid date: which date did you mean?",
+                      ["agent_inform_user", "agent_seek_information"], ["agent_function_calling"])
+            agent.say_user(f"Sorry, I meant {_mentioned(query, iso) or iso}.")
+        agent.call_step(step)
+        turn_acts = ["agent_function_calling"]
+    last = plan.calls[-1][-1]
+    answer = f"I found {describe_result(agent.outputs.get(last.label))}."
+    if "overfilled_parameters" in complexities:
+        answer += " I could not take your other wishes into account: the services do not offer that choice."
+    agent.say(answer, ["agent_inform_user"], turn_acts)
+
+    # --- after the answer
+    if "follow_up" in complexities:
+        asked = _follow_up_field(agent.outputs.get(last.label))
+        if asked is None:
+            raise SimulationFailed("nothing_to_follow_up", f"{last.name}'s response has no plain field to ask about")
+        key, value = asked
+        agent.say_user(f"What is the {_spoken(key)} of the first one?")
+        agent.say(f"The {_spoken(key)} of the first one is {value}.", ["agent_inform_user"], [])
+    closings = list(CLOSINGS)
+    rng.shuffle(closings)
+    while sum(1 for message in agent.messages if message["role"] == "user") < scenario.min_turns:
+        if not closings:
+            break
+        user_text, agent_text = closings.pop()
+        agent.say_user(user_text)
+        agent.say(agent_text, ["agent_other"], [])
+    user_turns = sum(1 for message in agent.messages if message["role"] == "user")
+    if user_turns > max_turns:
+        raise SimulationFailed("turn_cap", f"{user_turns} user turns, over the cap of {max_turns}")
+    return DraftedConversation(agent.messages, agent.failed, plan.query)

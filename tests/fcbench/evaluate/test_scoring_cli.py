@@ -1,0 +1,172 @@
+"""`build-dataset score`: the JSON contract ({metric, summary, items}, items in prediction order)
+on the real published files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from conftest import EXTERNAL
+from fcbench.cli import app
+
+runner = CliRunner()
+BFCL = EXTERNAL / "bfcl"
+
+
+def _score(*args: str) -> dict:
+    result = runner.invoke(app, ["score", *args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def _write_lines(path: Path, lines: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def test_bfcl_items_follow_prediction_lines_and_may_share_an_id(tmp_path):
+    predictions = _write_lines(tmp_path / "p.jsonl", [
+        {"id": "simple_python_0", "category": "simple_python",
+         "result": [{"calculate_triangle_area": {"base": 10, "height": 5}}]},
+        {"id": "simple_python_0", "category": "simple_python",  # float for an integer parameter
+         "result": [{"calculate_triangle_area": {"base": 10.0, "height": 5}}]},
+        {"id": "parallel_multiple_0", "category": "parallel_multiple", "result": [  # order swapped
+            {"math_toolkit.product_of_primes": {"count": 5}},
+            {"math_toolkit.sum_of_multiples": {"lower_limit": 1, "upper_limit": 1000, "multiples": [3, 5]}}]},
+        {"id": "no_such_item", "result": []},
+    ])
+    out = _score("--metric", "bfcl", "--predictions", str(predictions),
+                 "--questions", str(BFCL / "BFCL_v4_simple_python.json"),
+                 "--answers", str(BFCL / "possible_answer_BFCL_v4_simple_python.json"),
+                 "--questions", str(BFCL / "BFCL_v4_parallel_multiple.json"),
+                 "--answers", str(BFCL / "possible_answer_BFCL_v4_parallel_multiple.json"))
+    assert out["metric"] == "bfcl"
+    assert [item["valid"] for item in out["items"]] == [True, False, True, False]
+    assert out["items"][1]["error_type"].startswith("type_error")
+    assert out["items"][3]["error_type"] == "unknown_id"
+    assert out["summary"] == {"n": 4, "accuracy": 0.5}
+
+
+def test_nestful_compat_reproduces_the_reference_scorer_on_published_predictions():
+    # NESTful's own scorer, run by the authors of these predictions, logged 0.919 / 0.517 / 0.276 /
+    # 0.180 for this file with a lenient parser; compat reads the text as the reference does for
+    # generic models, so line 44 (a list cut off mid-way) fails to parse and f1_param reads 0.518
+    # (tests/fcbench/score/test_nestful_score.py pins both readings).
+    out = _score("--metric", "nestful", "--compat", "--predictions",
+                 str(EXTERNAL / "nestful" / "predictions" / "nestful_3-qwen3-8b-8bit-icl.jsonl"))
+    summary = out["summary"]
+    assert summary["n"] == 100 and len(out["items"]) == 100
+    assert [round(summary[k], 3) for k in ("f1_func", "f1_param", "partial_acc", "full_acc")] == [0.919, 0.518, 0.276, 0.18]
+
+
+def test_callnavi_repeated_runs_give_the_papers_election_score(tmp_path):
+    gold = {"API": ["getAccountID"], "parameters": [{"accountNumber": "123456"}]}
+    other = {"API": ["getCustomerID"], "parameters": [{"accountNumber": "123456"}]}
+    third = {"API": ["getAccountBalance"], "parameters": [{"accountID": "123456"}]}
+    fourth = '{"API": ["getAccountIDfromName"], "parameters": [{"name": "x"},]}'  # trailing comma: repaired
+    runs = [gold, gold, other, third, fourth]  # AABCD -> (2 - 1) / (5 - 1) = 0.25
+    predictions = _write_lines(tmp_path / "runs.jsonl", [{"id": "ban01", "output": run} for run in runs])
+    out = _score("--metric", "callnavi", "--questions", str(EXTERNAL / "callnavi" / "Questions" / "bank.json"),
+                 "--predictions", str(predictions))
+    assert out["summary"]["election_stability"] == 0.25
+    assert out["summary"]["ast_exact_match"] == 0.4
+    assert [item["ast_match"] for item in out["items"]] == [True, True, False, False, False]
+    assert out["items"][4]["syntax_valid"] and out["items"][4]["repairs"]
+
+
+def test_unknown_metric_is_one_line_and_exit_1(tmp_path):
+    predictions = _write_lines(tmp_path / "p.jsonl", [{"id": "x"}])
+    result = runner.invoke(app, ["score", "--metric", "nope", "--predictions", str(predictions)])
+    assert result.exit_code == 1
+    assert "unknown metric 'nope'" in result.output and "Traceback" not in result.output
+
+
+def test_confetti_gold_against_itself_and_a_perturbed_string(tmp_path):
+    gold = EXTERNAL / "confetti" / "possible_answer_BFCL_v2_conversationsclean.json"
+    predictions = _write_lines(tmp_path / "p.jsonl", [
+        {"id": "conversationsclean_0", "result": [{"HRCompanyDirectory_employees": {"name": "Shalissa Valentino"}}]},
+        {"id": "conversationsclean_2", "result": [{"BookFlight_get_airport_code": {"query": "San Diego"}}]},
+        {"id": "conversationsclean_4", "result": [{"BookFlight_search_flights": {  # one wrong string parameter
+            "departure_airport": "SAN", "arrival_airport": "DFW", "departure_date": "2024-04-24"}}]},
+    ])
+    out = _score("--metric", "confetti", "--gold", str(gold), "--from", "confetti",
+                 "--predictions", str(predictions))
+    assert out["metric"] == "confetti" and len(out["items"]) == 3
+    scores = [item["ast_soft"] for item in out["items"]]
+    assert scores[0] == 1.0 and scores[1] == 1.0
+    assert 0.5 < scores[2] < 1.0  # soft: two exact parameters, one similar string
+    assert [item["exact"] for item in out["items"]] == [True, True, False]
+
+
+def test_complexeval_scores_saved_trajectories_against_the_bundled_example(tmp_path):
+    from fcbench.formats import read_samples
+    from conftest import REPO
+
+    example = REPO / "datasets" / "complexfuncbench-example" / "trips.jsonl"
+    samples = {s.id: s for s in read_samples(example, "complexfuncbench")}
+    car = samples["Car-Rental-3"]
+    gold_call = car.calls[0][0]
+    perfect = [[{"name": gold_call.name, "arguments": gold_call.arguments}], "Here are the cars."]
+    silent = ["I cannot help with that."]  # stops before calling anything
+    predictions = _write_lines(tmp_path / "t.jsonl", [
+        {"id": "Car-Rental-3", "turns": perfect},
+        {"id": "Car-Rental-3", "turns": silent},
+    ])
+    out = _score("--metric", "complexeval", "--gold", str(example), "--from", "complexfuncbench",
+                 "--predictions", str(predictions))
+    assert out["summary"]["n"] == 2
+    assert out["summary"]["success_rate"] == 0.5
+    assert out["summary"]["errors"]["stop_early"] == 1
+    assert [item["success"] for item in out["items"]] == [True, False]
+
+
+def test_an_unknown_metric_lists_the_available_ones_and_an_empty_file_is_an_error(tmp_path: Path) -> None:
+    predictions = tmp_path / "preds.jsonl"
+    predictions.write_text("")
+    unknown = runner.invoke(app, ["score", "--metric", "bleu", "--predictions", str(predictions)])
+    assert unknown.exit_code == 1
+    assert "unknown metric 'bleu', available: bfcl, nestful, callnavi, complexeval, confetti" in unknown.stderr
+    empty = runner.invoke(app, ["score", "--metric", "nestful", "--predictions", str(predictions)])
+    assert empty.exit_code == 1 and "no predictions in the file" in empty.stderr
+
+
+def test_complexeval_default_and_compat_on_the_help_example(tmp_path):
+    """tests/data/predictions/complexeval_trips.jsonl: Cross-12 gold with adults 2.0, Hotels-7 without its
+    free look-up, Hotels-7 repeating it, Car-Rental-3 answering without calls."""
+    from conftest import REPO
+
+    common = ["--metric", "complexeval", "--gold", str(REPO / "datasets" / "complexfuncbench-example" / "trips.jsonl"),
+              "--from", "complexfuncbench", "--predictions",
+              str(REPO / "tests" / "data" / "predictions" / "complexeval_trips.jsonl")]
+    default = _score(*common)
+    compat = _score(*common, "--compat")
+    verdicts = lambda out: [(i["success"], i["n_correct_calls"]) for i in out["items"]]  # noqa: E731
+    # default: 2.0 is JSON Schema's integer 2; ComplexFuncBench's look-ups are free; a repeat counts once
+    assert verdicts(default) == [(True, 5), (True, 1), (True, 2), (False, 0)]
+    # compat: the published runner's count includes the repeated look-up (3 correct of 2 gold calls)
+    assert verdicts(compat) == [(True, 5), (True, 1), (True, 3), (False, 0)]
+    assert compat["summary"]["mode"] == "compat" and compat["summary"]["errors"] == {"stop_early": 1}
+    assert default["summary"]["judges"]["rule_based"] and "RULE-BASED" in default["summary"]["judges_note"]
+
+
+def test_an_unreadable_prediction_line_is_its_own_item_and_the_other_lines_are_scored(tmp_path):
+    published = (EXTERNAL / "nestful" / "predictions" / "nestful_3-qwen3-8b-8bit-icl.jsonl").read_text().splitlines()[:6]
+    tools = Path(__file__).resolve().parents[3] / "datasets" / "nestful-math" / "tools.py"
+
+    def score(lines: list[str]) -> dict:
+        path = tmp_path / "predictions.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        result = runner.invoke(app, ["score", "--metric", "nestful", "--predictions", str(path), "--tools-module",
+                                     str(tools), "--json"])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    clean = score(published)
+    broken = score(published[:3] + ['{"sample_id": '] + published[3:])
+    assert broken["summary"]["unreadable_lines"] == 1 and clean["summary"]["unreadable_lines"] == 0
+    assert broken["items"][3]["error_type"] == "unreadable_prediction" and "line 4" in broken["items"][3]["error"]
+    assert broken["items"][:3] + broken["items"][4:] == clean["items"]  # item i is still line i
+    assert {k: v for k, v in broken["summary"].items() if k != "unreadable_lines"} == \
+        {k: v for k, v in clean["summary"].items() if k != "unreadable_lines"}

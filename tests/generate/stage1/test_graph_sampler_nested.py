@@ -1,0 +1,57 @@
+"""The graph sampler and the grounding check on nested real answers (OpenAPI imports): fields read
+from example answers, a field a parameter's description names, a list of ids fed one id."""
+
+from __future__ import annotations
+
+import random
+
+from fcbench.checks.grounding import ungrounded_values
+from fcbench.sample import Call, Sample, Tool
+from generate.stage1.graph_sampler import (DraftContext, FedArguments, OutputField, PhraseBook, PlanNode, _resolve_group,
+                                    build_feed_graph, described_prefix, response_fields)
+from generate.slots import ValuePools
+
+CITIES = Tool(name="GETCities", parameters={"type": "object", "properties": {"keyword": {"type": "string"}}, "required": ["keyword"]},
+              returns={"type": "object", "properties": {"data": {"type": "object"}},  # the schema says object...
+                       "examples": [{"data": [{"iataCode": "PAR", "geoCode": {"latitude": 48.85, "longitude": 2.35}}]}]})
+HOTELS = Tool(name="hotels_by_city", parameters={"type": "object", "required": ["cityCode"], "properties": {
+    "cityCode": {"type": "string", "description": "Destination city code (3 chars IATA Code)."}}},
+    returns={"type": "object", "examples": [{"data": [{"hotelId": "MCLONGHM", "name": "x"}]}]},
+    meta={"endpoint": "/reference-data/locations/hotels/by-city"})
+SENTIMENTS = Tool(name="sentiments", parameters={"type": "object", "required": ["hotelIds"], "properties": {
+    "hotelIds": {"type": "array", "items": {"type": "string"}}}}, returns={"type": "object"})
+OFFER = Tool(name="offer_pricing", parameters={"type": "object", "required": ["offerId"], "properties": {
+    "offerId": {"type": "string"}}}, returns={"type": "object"})
+CATALOG = [CITIES, HOTELS, SENTIMENTS, OFFER]
+
+
+def test_fields_come_from_example_answers_through_nested_lists():
+    paths = {field.text(): field.type for field in response_fields(CITIES.returns)}
+    assert paths["data[].geoCode.latitude"] == "number" and paths["data[].iataCode"] == "string"
+
+
+def test_feeds_through_a_described_field_and_a_list_of_ids():
+    graph = build_feed_graph(CATALOG, ValuePools({}))
+    (city_group,) = graph.groups["hotels_by_city"]
+    assert city_group.sources() == ["GETCities"] and city_group.fields_from("GETCities")["cityCode"].text() == "data[].iataCode"
+    (ids_group,) = graph.groups["sentiments"]
+    assert ids_group.sources() == ["hotels_by_city"]  # hotelIds <- hotelId; not GETCities's bare fields
+    assert "offer_pricing" not in graph.groups or not graph.groups["offer_pricing"]  # no `offer` in any source
+    assert described_prefix("originLocationCode", "city/airport [IATA code](http://iata.org/x) from which", "iataCode") == ("origin", "location")
+    assert described_prefix("cityCode", "a code", "iataCode") is None
+
+
+def test_a_list_parameter_reads_one_nested_entry_and_the_path_is_grounded():
+    graph = build_feed_graph(CATALOG, ValuePools({}))
+    ctx = DraftContext(graph, ValuePools({}), PhraseBook({}, {}), random.Random(0), set(graph.tools), set(), None, None)
+    ctx.nodes = [PlanNode("hotels_by_city", 0, label="var_1", subject="PAR"), PlanNode("sentiments", 0)]
+    group = FedArguments(0, {"hotelIds": OutputField(("data", None, "hotelId"), "string")})
+    response = {"data": [{"hotelId": "MCLONGHM"}, {"hotelId": "ADNYCCTB"}]}
+    references, values = _resolve_group(ctx, ctx.nodes[1], group, {"var_1": response})
+    assert references == {"hotelIds": ["$var_1.data[0].hotelId$"]} and values == {"hotelIds": ["MCLONGHM"]}
+    sample = Sample(id="s", messages=[{"role": "user", "content": "Hotels in PAR, then the first one's sentiments."}],
+                    tools=CATALOG, calls=[[Call(label="var_1", name="hotels_by_city", arguments={"cityCode": "PAR"}, response=response)],
+                                          [Call(label="var_2", name="sentiments", arguments={"hotelIds": ["MCLONGHM"]}, response={})]])
+    assert ungrounded_values(sample) == []  # a literal id found deep in an earlier answer is grounded
+    sample.calls[1][0].arguments["hotelIds"] = ["NOTSEEN1"]
+    assert [u.parameter for u in ungrounded_values(sample)] == ["hotelIds"]
