@@ -2,10 +2,13 @@
 
 A stage file is written to a temporary file beside the target and renamed over it, so a crash or
 kill mid-write never leaves a half-written file that a re-run would mistake for finished work.
+A write that fails (a full or read-only disk, a file-size limit, no permission) ends in one
+`WriteFailed` naming the file; the temporary file is removed and the file in place is untouched.
 """
 
 from __future__ import annotations
 
+import errno
 import glob
 import json
 import os
@@ -33,6 +36,42 @@ _BOM = b"\xef\xbb\xbf"
 # --max-bad-share S` or a pipeline's `max_bad_line_share` sets it; 1 never refuses.
 DEFAULT_MAX_BAD_SHARE = 0.5
 _max_bad_share: ContextVar[float] = ContextVar("max_bad_share", default=DEFAULT_MAX_BAD_SHARE)
+
+
+class WriteFailed(UserError):
+    """A file could not be written (full or read-only disk, no permission, file-size limit): one
+    line naming it; nothing in place was replaced by a partial file."""
+
+
+# Why a write failed, in words (the errno's own text is terse and says nothing about what is kept).
+_WRITE_REASONS = {
+    errno.ENOSPC: "no space left on the device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EROFS: "the file system is read-only",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.EFBIG: "file too large (the file system's or this process's file-size limit)",
+    errno.EIO: "input/output error on the device",
+}
+
+
+def describe_os_error(exc: OSError) -> str:
+    return _WRITE_REASONS.get(exc.errno or 0) or exc.strerror or str(exc)
+
+
+def write_failed(path: str | Path, exc: OSError) -> WriteFailed:
+    return WriteFailed(f"{path}: cannot write: {describe_os_error(exc)}; what was in place is unchanged")
+
+
+@contextmanager
+def writing(path: str | Path) -> Iterator[None]:
+    """Inside the block, an OSError is the one-line `WriteFailed` naming `path`."""
+    try:
+        yield
+    except WriteFailed:
+        raise
+    except OSError as exc:
+        raise write_failed(path, exc) from None
 
 
 class TooManyBadLines(UserError):
@@ -229,36 +268,64 @@ class StagedFile:
     def __init__(self, target: str | Path) -> None:
         self.target = Path(target)
         self.lines = 0
-        self.target.parent.mkdir(parents=True, exist_ok=True)
-        for leftover in self.target.parent.glob(f".{glob.escape(self.target.name)}.*.tmp"):
-            leftover.unlink(missing_ok=True)
-        fd, self._tmp_name = tempfile.mkstemp(prefix=f".{self.target.name}.", suffix=".tmp", dir=self.target.parent)
-        self.handle = os.fdopen(fd, "w", encoding="utf-8")
         self._placed = False
+        self._synced = False
+        if self.target.exists() and not self.target.is_file():
+            # renaming over a folder fails, and over a device (/dev/full) or a pipe replaces it
+            raise WriteFailed(f"{self.target}: is not a regular file (a folder, a device or a pipe); "
+                              "refusing to replace it")
+        with writing(self.target):
+            self.target.parent.mkdir(parents=True, exist_ok=True)
+            for leftover in self.target.parent.glob(f".{glob.escape(self.target.name)}.*.tmp"):
+                leftover.unlink(missing_ok=True)
+            fd, self._tmp_name = tempfile.mkstemp(prefix=f".{self.target.name}.", suffix=".tmp",
+                                                  dir=self.target.parent)
+        self.handle = os.fdopen(fd, "w", encoding="utf-8")
 
     def write_line(self, line: str) -> None:
-        self.handle.write(line)
-        self.handle.write("\n")
+        try:
+            self.handle.write(line)
+            self.handle.write("\n")
+        except OSError as exc:
+            self.discard()  # give the space back at once; the target is untouched
+            raise write_failed(self.target, exc) from None
         self.lines += 1
 
     def write_json_line(self, record: Any) -> None:
         self.write_line(dumps_line(record))
 
+    def sync(self) -> None:
+        """Flush to the disk and give the mode a plain `open()` would give: a full disk shows here
+        (buffered writes fail late), before anything is renamed. A stage placing several files
+        syncs them all first, so a failure replaces none of them."""
+        if self._synced:
+            return
+        try:
+            self.handle.flush()
+            os.fsync(self.handle.fileno())
+            self.handle.close()
+            os.chmod(self._tmp_name, _default_mode())
+        except OSError as exc:
+            self.discard()
+            raise write_failed(self.target, exc) from None
+        self._synced = True
+
     def place(self, path: str | Path | None = None) -> Path:
-        """fsync, give the mode a plain `open()` would give, and rename over `path` (default: the
-        target; a stage keeping its previous output places the new one beside it instead)."""
+        """Sync, then rename over `path` (default: the target; a stage keeping its previous output
+        places the new one beside it instead)."""
         destination = Path(path) if path is not None else self.target
-        self.handle.flush()
-        os.fsync(self.handle.fileno())
-        self.handle.close()
-        os.chmod(self._tmp_name, _default_mode())
-        os.replace(self._tmp_name, destination)
+        self.sync()
+        with writing(destination):
+            os.replace(self._tmp_name, destination)
         self._placed = True
         return destination
 
     def discard(self) -> None:
         if not self._placed:
-            self.handle.close()
+            try:
+                self.handle.close()
+            except OSError:
+                pass  # the buffered rest could not be written: it is being thrown away anyway
             Path(self._tmp_name).unlink(missing_ok=True)
 
     def __enter__(self) -> "StagedFile":
@@ -272,7 +339,8 @@ def _atomic_text(path: str | Path, write) -> None:
     """Write a text file atomically: a temporary file beside the target, fsynced, given the mode a
     plain `open()` would give, then renamed over the target."""
     with StagedFile(path) as staged:
-        write(staged.handle)
+        with writing(path):
+            write(staged.handle)
         staged.place()
 
 
@@ -314,14 +382,17 @@ class JsonListSpool:
     def __init__(self, directory: str | Path | None = None, indent: int = 2) -> None:
         self.indent = indent
         self.count = 0
-        self._file = tempfile.TemporaryFile("w+", encoding="utf-8", dir=directory)  # noqa: SIM115 - closed by close()
+        self._where = Path(directory or tempfile.gettempdir())
+        with writing(self._where):
+            self._file = tempfile.TemporaryFile("w+", encoding="utf-8", dir=directory)  # noqa: SIM115 - closed by close()
 
     def append(self, item: Any) -> None:
         # the list is a value of the document's top level, so its items sit two levels deep; a JSON
         # text holds no raw newline inside a string, so indenting every line is exact
         pad = "\n" + " " * (2 * self.indent)
         text = json.dumps(item, ensure_ascii=False, indent=self.indent).replace("\n", pad)
-        self._file.write(("," if self.count else "") + pad + text)
+        with writing(self._where):
+            self._file.write(("," if self.count else "") + pad + text)
         self.count += 1
 
     def copy_to(self, handle: Any) -> None:

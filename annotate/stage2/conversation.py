@@ -34,6 +34,7 @@ from fcbench.stage import DRAFTS, TEMPLATES
 from fcbench.environments import Environment
 from fcbench.formats import read_samples
 from fcbench.jsonl import write_json, write_json_lines
+from fcbench.runtime.output_guard import refuse_overwriting
 from fcbench.sample import Sample
 
 
@@ -67,6 +68,10 @@ def run_conversation_pull(pipeline: PipelineConfig, from_export: Path | None = N
     """Gold conversations from the annotators' work. An annotation made on a conversation that is
     not the current drafts.jsonl's (same id, same content) is refused as `stale_draft` unless
     `allow_stale`: annotations of another stage1 run must not become this run's gold."""
+    build = pipeline.build_dir
+    refuse_overwriting("stage2 pull", {"--from-export": from_export, "drafts.jsonl": build / DRAFTS},
+                       {name: build / name for name in (TEMPLATES, "templates.rejects.jsonl", "stage2.summary.json",
+                                                        "stage2.qa.json")})
     fetched = fetch_tasks(project_title(pipeline), from_export, connection)
     catalog = annotation_catalog(pipeline)
     drafts = []

@@ -41,6 +41,7 @@ from fcbench.config import PipelineConfig
 from fcbench.formats import read_samples
 from fcbench.errors import UserError
 from fcbench.jsonl import iter_json_lines, read_json_line_at, write_json, write_json_lines
+from fcbench.runtime.output_guard import refuse_overwriting
 from fcbench.sample import Sample, Tool, sample_from_dict
 
 
@@ -58,6 +59,11 @@ class Stage2Files:
         return cls(build_dir / DRAFTS, build_dir / TEMPLATES, build_dir / "templates.rejects.jsonl",
                    build_dir / "stage2.summary.json", build_dir / "stage2.qa.json",
                    build_dir / "stage2.adjudication.jsonl")
+
+
+def pull_outputs(files: Stage2Files) -> dict[str, Path]:
+    """What a pull writes (a `--from-export` file must be none of them)."""
+    return {path.name: path for path in (files.templates, files.rejects, files.summary, files.qa, files.adjudication)}
 
 
 def project_title(pipeline: PipelineConfig) -> str:
@@ -170,8 +176,10 @@ def run_stage2_pull(pipeline: PipelineConfig, from_export: Path | None = None, s
     """Gold templates from the annotators' work. An annotation made on a draft that is not the
     current drafts.jsonl's (same id, same content) is refused as `stale_draft` unless `allow_stale`:
     annotations of another stage1 run must not become this run's gold."""
-    fetched = fetch_tasks(project_title(pipeline), from_export, connection)
     files = Stage2Files.in_dir(pipeline.build_dir)
+    refuse_overwriting("stage2 pull", {"--from-export": from_export, "drafts.jsonl": files.drafts},
+                       pull_outputs(files))
+    fetched = fetch_tasks(project_title(pipeline), from_export, connection)
     catalog = annotation_catalog(pipeline)
     current = None if allow_stale else draft_fingerprints(files.drafts)
 

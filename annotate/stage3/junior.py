@@ -27,6 +27,7 @@ from annotate.tasks.single import JUNIOR_KIND, junior_task
 from fcbench.stage import CANDIDATES, FILLED_CANDIDATES, TEMPLATES
 from fcbench.config import PipelineConfig
 from fcbench.errors import UserError
+from fcbench.runtime.output_guard import refuse_overwriting
 from fcbench.formats import read_samples
 from fcbench.jsonl import iter_json_lines, write_json, write_json_lines
 from fcbench.sample import Sample
@@ -86,6 +87,8 @@ def run_junior_pull(pipeline: PipelineConfig, from_export: Path | None = None, s
     files = JuniorFiles.in_dir(pipeline.build_dir)
     if not files.candidates.is_file():
         raise UserError(f"{files.candidates}: no such file (stage3 writes the candidates: run stage3 first)")
+    refuse_overwriting("stage3 pull", {"--from-export": from_export, "candidates.jsonl": files.candidates},
+                       {path.name: path for path in (files.filled, files.rejects, files.summary)})
     fetched = fetch_tasks(junior_project_title(pipeline), from_export, connection)
     outcomes = check_tasks(pipeline, fetched, JUNIOR_KIND, junior_builder, "stage3")
     source = fetched.source

@@ -8,6 +8,7 @@ options, call the module that owns the concept, and print.
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import sys
@@ -83,6 +84,10 @@ def _root(max_bad_share: float = typer.Option(
     set_memory_ceiling(DEFAULT_CEILING_MB if memory_ceiling_mb is None else memory_ceiling_mb)
 
 
+# A full, read-only or failing disk: one line, never a traceback.
+_DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EIO, errno.EACCES, errno.EPERM})
+
+
 def _fail(message: str) -> None:
     print(f"error: {message}", file=sys.stderr)
     raise typer.Exit(1)
@@ -103,6 +108,12 @@ def user_errors(func: Callable[..., Any]) -> Callable[..., Any]:
             _fail(f"{exc.filename}: is a directory, expected a file")
         except UnicodeDecodeError:
             _fail("input is not UTF-8 text")
+        except OSError as exc:  # a failing disk that a writer did not name (they name the file)
+            if exc.errno not in _DISK_ERRNOS:
+                raise
+            from fcbench.jsonl import describe_os_error
+
+            _fail(f"{exc.filename or 'a file'}: {describe_os_error(exc)}")
 
     return wrapper
 

@@ -39,7 +39,7 @@ from fcbench.conversation import (DIALOG_ACT_TITLES, DIALOG_ACTS, SETS, Conversa
 from fcbench.errors import UserError
 from fcbench.formats import FormatError, read_samples, write_samples
 from fcbench.jsonl import write_json, write_json_lines
-from fcbench.runtime.output_guard import guard_counts
+from fcbench.runtime.output_guard import beside, guard_counts, refuse_input_inside, refuse_overwriting
 from fcbench.formats.parquet_rows import PARQUET_SCHEMA, sample_to_row
 from fcbench.sample import Sample
 from fcbench.export.splits import domain_split_name, split_for_key
@@ -111,6 +111,11 @@ def export_conversations(source: Path, build_dir: Path, pipeline: PipelineConfig
     settings = pipeline.stages.export
     if not source.is_file():
         raise UserError(f"{source}: no such file (the export reads the filter's validated.jsonl; run the filter)")
+    for folder in (build_dir / "export", beside(build_dir / "export")):
+        refuse_input_inside("export", "--input", source, folder)
+    refuse_overwriting("export", {"--input": source},
+                       {name: build_dir / name for name in ("export.rejects.jsonl", "export.summary.json",
+                                                            "export.rejects.new.jsonl", "export.summary.new.json")})
     unknown = [fmt for fmt in settings.formats if fmt != "parquet" and fmt not in COPY_FORMATS]
     if unknown:
         raise UserError(f"stages.export.formats: a conversational export writes parquet, "

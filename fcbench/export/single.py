@@ -45,8 +45,8 @@ from fcbench.config import ExportConfig, PipelineConfig
 from fcbench.export.card import CardInfo, ProvenanceTally, SplitInfo, render_card
 from fcbench.errors import UserError
 from fcbench.formats import FORMATS, FormatError, FormatOptions, Rejected, read_samples, write_samples
-from fcbench.jsonl import dumps_line, write_json
-from fcbench.runtime.output_guard import guard_counts
+from fcbench.jsonl import dumps_line, write_json, writing
+from fcbench.runtime.output_guard import beside, guard_counts, refuse_input_inside, refuse_overwriting
 from fcbench.runtime.progress import counted, lines_in
 from fcbench.sample import Sample, sample_to_dict
 from fcbench.formats.parquet_rows import COLUMN_DOCS, PARQUET_SCHEMA, SHAPE_COLUMNS, row_chars, sample_to_row
@@ -231,8 +231,10 @@ def format_targets(fmt: str, split: str, root: Path) -> tuple[Path, FormatOption
 class _Exporter:
     """One export run: streams samples into split writers and tallies what the card reports."""
 
-    def __init__(self, source: Path, settings: ExportSettings, work_dir: Path, copy_formats: list[str]) -> None:
+    def __init__(self, source: Path, settings: ExportSettings, work_dir: Path, copy_formats: list[str],
+                 shown: Path | None = None) -> None:
         self.source = source
+        self.shown = shown or work_dir  # the folder messages name (the export, not its work folder)
         self.settings = settings
         self.work_dir = work_dir
         self.data_dir = work_dir / "data"
@@ -247,20 +249,23 @@ class _Exporter:
         self.rejects_tmp = work_dir / ".rejects.jsonl"
 
     def samples(self) -> Iterator[Sample | Rejected]:
-        """Export each sample as it is read, and hand it on."""
+        """Export each sample as it is read, and hand it on. A write that fails (a full disk) is
+        one line naming the export folder; the export in place is only replaced at the end."""
         config = self.settings.config
-        with open(self.rejects_tmp, "w", encoding="utf-8") as rejects:
+        with writing(self.shown), open(self.rejects_tmp, "w", encoding="utf-8") as rejects:
             for item in read_validated(self.source):
                 self.summary.total += 1
                 if isinstance(item, LineReject):
                     self.reason_counts[item.reason] += 1
-                    rejects.write(dumps_line(item.record(self.source)) + "\n")
+                    with writing(self.shown):
+                        rejects.write(dumps_line(item.record(self.source)) + "\n")
                     yield Rejected(f"{self.source}:{item.line_no}", item.reason)
                     continue
                 split = assign_split(item, config.split, self.settings.seed, config.ratios)
-                self._writer(split).add(sample_to_row(item))
-                if self.copy_formats:
-                    self._canonical_file(split).write(dumps_line(sample_to_dict(item)) + "\n")
+                with writing(self.shown):
+                    self._writer(split).add(sample_to_row(item))
+                    if self.copy_formats:
+                        self._canonical_file(split).write(dumps_line(sample_to_dict(item)) + "\n")
                 self.provenance.add(item.provenance, template_key(item))
                 self.summary.exported += 1
                 yield item
@@ -278,15 +283,18 @@ class _Exporter:
         return self.canonical_files[split]
 
     def close_canonical_files(self) -> None:
-        for handle in self.canonical_files.values():
+        handles, self.canonical_files = list(self.canonical_files.values()), {}
+        for handle in handles:
             handle.close()
 
     def finish_splits(self) -> list[SplitInfo]:
-        self.close_canonical_files()
+        with writing(self.shown):
+            self.close_canonical_files()
         infos = []
         for split in self._split_order():
             writer = self.writers[split]
-            shards = writer.finish()
+            with writing(self.shown):
+                shards = writer.finish()
             files = [f"data/{path.name}" for path in shards]
             file_bytes = sum(path.stat().st_size for path in shards)
             infos.append(SplitInfo(split, writer.rows, files, writer.num_bytes, file_bytes))
@@ -308,8 +316,9 @@ class _Exporter:
                 canonical = self.canonical_dir / f"{split.name}.jsonl"
                 target, options = format_targets(fmt, split.name, self.work_dir)
                 if fmt == CANONICAL:  # the split's canonical lines are that copy already: streamed, never held
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copyfile(canonical, target)
+                    with writing(self.shown):
+                        target.parent.mkdir(parents=True, exist_ok=True)
+                        shutil.copyfile(canonical, target)
                     continue
                 samples = [item for item in read_samples(canonical, "fcbench") if isinstance(item, Sample)]
                 try:
@@ -456,12 +465,19 @@ def export_samples(source: Path, paths: ExportPaths, settings: ExportSettings, *
     if not source.is_file():
         raise UserError(f"{source}: no such file (the export reads the filter's validated.jsonl; "
                         f"run the filter stage or pass --input)")
+    refuse_input_inside("export", "--input", source, paths.export_dir)
+    refuse_input_inside("export", "--input", source, beside(paths.export_dir))
+    refuse_overwriting("export", {"--input": source},
+                       {"export.rejects.jsonl": paths.rejects, "export.summary.json": paths.summary,
+                        "export.rejects.new.jsonl": beside(paths.rejects),
+                        "export.summary.new.json": beside(paths.summary)})
     copy_formats = check_formats(settings.config.formats)
     paths.build_dir.mkdir(parents=True, exist_ok=True)
     _remove_leftovers(paths.build_dir)
-    work_dir = Path(tempfile.mkdtemp(prefix=".export.", dir=paths.build_dir))
-    os.chmod(work_dir, 0o777 & ~_umask())  # mkdtemp's 0700 would hide the export from other users
-    exporter = _Exporter(source, settings, work_dir, copy_formats)
+    with writing(paths.export_dir):
+        work_dir = Path(tempfile.mkdtemp(prefix=".export.", dir=paths.build_dir))
+        os.chmod(work_dir, 0o777 & ~_umask())  # mkdtemp's 0700 would hide the export from other users
+    exporter = _Exporter(source, settings, work_dir, copy_formats, shown=paths.export_dir)
     try:
         with _StatsBeside(source) as card_stats:
             for _ in counted(exporter.samples(), "export", lines_in(source)):
@@ -477,17 +493,23 @@ def export_samples(source: Path, paths: ExportPaths, settings: ExportSettings, *
                                              guarded.path(paths.summary))
         if splits:
             card = render_card(_card_info(settings, splits, stats, exporter, read_stage_summaries(paths.build_dir)))
-            (work_dir / "README.md").write_text(card, encoding="utf-8")
-        os.replace(exporter.rejects_tmp, rejects)
+            with writing(paths.export_dir):
+                (work_dir / "README.md").write_text(card, encoding="utf-8")
+        with writing(rejects):
+            os.replace(exporter.rejects_tmp, rejects)
         summary.outputs = {"export": str(export_dir), "card": str(export_dir / "README.md"),
                            "rejects": str(rejects), "summary": str(summary_file)}
         if splits:
-            _swap_in(work_dir, export_dir)
+            with writing(export_dir):
+                _swap_in(work_dir, export_dir)
         write_json(summary_file, summary.as_dict(), indent=2)
     finally:
-        exporter.close_canonical_files()
+        try:
+            exporter.close_canonical_files()
+        except OSError:
+            pass  # a write already failed and is being reported; the work folder goes below
         if work_dir.exists():
-            shutil.rmtree(work_dir)
+            shutil.rmtree(work_dir, ignore_errors=True)
     if not splits:
         raise UserError(f"{source}: no sample could be exported ({summary.rejected} rejected, "
                         f"reasons in {rejects})")

@@ -31,7 +31,7 @@ from fcbench.config import FilterConfig
 from fcbench.environments import Environment
 from fcbench.environments.execution import execute_gold_paths
 from fcbench.formats import Rejected
-from fcbench.jsonl import dumps_line, parse_json_line, write_json, write_json_lines
+from fcbench.jsonl import dumps_line, parse_json_line, write_json, write_json_lines, writing
 from fcbench.runtime.output_guard import guard_output
 from fcbench.runtime.progress import StageProgress
 from fcbench.sample import Sample, sample_to_dict
@@ -138,19 +138,25 @@ class _Journal:
         return key in self.offsets
 
     def add(self, entry: dict[str, Any]) -> None:
-        self._append.seek(0, os.SEEK_END)
-        self.offsets[entry["key"]] = self._append.tell()
-        self._append.write((dumps_line(entry) + "\n").encode("utf-8"))
+        with writing(self.path):  # a full disk: one line naming the journal (a cut line is redone)
+            self._append.seek(0, os.SEEK_END)
+            offset = self._append.tell()
+            self._append.write((dumps_line(entry) + "\n").encode("utf-8"))
+        self.offsets[entry["key"]] = offset
 
     def flush(self) -> None:
-        self._append.flush()
+        with writing(self.path):
+            self._append.flush()
 
     def entry(self, key: str) -> dict[str, Any]:
         self._read.seek(self.offsets[key])
         return parse_json_line(self._read.readline())
 
     def close(self) -> None:
-        self._append.close()
+        try:
+            self._append.close()
+        except OSError:
+            pass  # the unwritten rest of a failed run: redone by the next run
         self._read.close()
 
 

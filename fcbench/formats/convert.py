@@ -8,6 +8,7 @@ from typing import Any
 
 from fcbench.formats import FormatOptions, Rejected, read_samples, write_samples
 from fcbench.jsonl import write_json_lines
+from fcbench.runtime.output_guard import refuse_overwriting
 from fcbench.sample import Sample
 
 
@@ -31,8 +32,29 @@ def rejects_path(output: Path) -> Path:
     return output.with_name(output.name + ".rejects.jsonl")
 
 
+def _companion_inputs(input_file: Path, from_format: str) -> dict[str, Path]:
+    """The second files a reader takes from beside the input when not given (read, so never
+    written over): NESTful v1's spec, CallNavi's tool schemas."""
+    found: dict[str, Path] = {}
+    if from_format == "nestful":
+        from fcbench.formats.nestful import V1_DEFAULT_SPEC_NAME
+
+        found["the spec beside IN"] = input_file.parent / V1_DEFAULT_SPEC_NAME
+    if from_format == "callnavi":
+        for folder in ("APISchema", "APIs"):
+            found[f"../{folder}/{input_file.name}"] = input_file.parent.parent / folder / input_file.name
+    return {name: path for name, path in found.items() if path.exists()}
+
+
 def convert_file(input_file: Path, from_format: str, to_format: str, output: Path,
                  options: FormatOptions = FormatOptions()) -> ConversionResult:
+    """Every item of `input_file` converted into `output` (and the target's second files), the
+    ones that cannot be converted into `OUT.rejects.jsonl`. Refused before anything is read: an
+    output that is an input, or two outputs that are one file."""
+    refuse_overwriting("convert", {"IN": input_file, "--answers": options.answers, "--tools": options.tools,
+                                   **_companion_inputs(Path(input_file), from_format)},
+                       {"-o": output, "--answers-out": options.answers_out, "--tools-out": options.tools_out,
+                        "the rejects file": rejects_path(Path(output))})
     samples: list[Sample] = []
     rejects: list[Rejected] = []
     for item in read_samples(input_file, from_format, options):

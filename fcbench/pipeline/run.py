@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import logging
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from fcbench.stage import CANDIDATES, DRAFTS, FILLED_CANDIDATES, TEMPLATES, VALIDATED
 from fcbench.answers import ExecutionFailed
@@ -318,10 +319,11 @@ def run_pipeline(pipeline: PipelineConfig, offline: bool = False, progress=None,
     re-run alone."""
     ctx = PipelineContext(pipeline, offline=offline, force=force)
     result = RunResult(pipeline.name, "", "")
-    for stage in stages_of(pipeline)[0]:
-        if progress is not None:
-            progress(stage.name)
-        result.stages[stage.name] = stage.run(ctx, None).as_dict()
+    with writing_the_build(pipeline):
+        for stage in stages_of(pipeline)[0]:
+            if progress is not None:
+                progress(stage.name)
+            result.stages[stage.name] = stage.run(ctx, None).as_dict()
     result.export = result.stages["export"]["outputs"]["export"]
     result.report = result.stages["report"]["outputs"]["report"]
     return result
@@ -420,4 +422,17 @@ def run_stage(name: str, pipeline: PipelineConfig, settings: Any = None, *, offl
     stages = {stage.name: stage for stage in automatic} | on_demand
     if name not in stages:
         raise UserError(f"unknown stage {name!r}, available: {', '.join(stages)}")
-    return stages[name].run(PipelineContext(pipeline, offline=offline, force=force), settings)
+    with writing_the_build(pipeline):
+        return stages[name].run(PipelineContext(pipeline, offline=offline, force=force), settings)
+
+
+@contextmanager
+def writing_the_build(pipeline: PipelineConfig) -> Iterator[None]:
+    """What every stage of a pipeline runs inside: the build folder's lock (one writing command
+    at a time: another says who holds it and exits 1) and a failing disk as one line naming the
+    file (fcbench.runtime.output_guard.disk_errors)."""
+    from fcbench.runtime.output_guard import disk_errors
+    from fcbench.runtime.writer_lock import build_lock
+
+    with build_lock(pipeline.build_dir, pipeline.name), disk_errors(pipeline.build_dir):
+        yield

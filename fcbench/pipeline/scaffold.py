@@ -2,6 +2,8 @@
 
 Writes `datasets/NAME/` (tools.json, value_pools.json, import_report.json) and appends a pipeline
 entry to pipelines.yaml as text, so the file's comments and order stay exactly as they were. The
+file is edited under its lock (`.pipelines.yaml.lock` beside it, fcbench.runtime.writer_lock) and
+read again under it: `new` commands run at once each add their pipeline, one after the other. The
 entry uses an `http` environment replayed from `datasets/NAME/recorded.json`; `--record` on a
 stage (or `run`) calls the server and fills that store.
 """
@@ -19,8 +21,10 @@ from fcbench.catalog.openapi import OpenAPIImport, import_openapi
 from fcbench.config import PIPELINE_NAME_PATTERN, load_pipelines
 from fcbench.errors import UserError
 from fcbench.jsonl import write_json, write_text
+from fcbench.runtime.writer_lock import file_lock_path, writer_lock
 from fcbench.sample import Tool
 
+EDIT_WAIT_S = 60.0  # how long `new` waits for another command editing pipelines.yaml
 MAX_POOL_VALUES = 20
 _CAMEL_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 
@@ -165,14 +169,10 @@ def scaffold_dataset(name: str, openapi: list[Path], pipelines_file: Path, *, ba
     for path in openapi:
         if not path.exists():
             raise UserError(f"{path}: no such file or folder")
-    config = load_pipelines(pipelines_file)
-    if name in config.pipelines:
-        raise UserError(f"{pipelines_file}: a pipeline named {name!r} is already declared")
+    _check_free(pipelines_file, name, force)  # before the import (which takes a while): fail fast
     root = pipelines_file.resolve().parent
     dataset_dir = f"datasets/{name}"
     target = root / dataset_dir
-    if target.exists() and any(target.iterdir()) and not force:
-        raise UserError(f"{target}: already exists (use --force to write over it)")
     imported = import_openapi(openapi)
     if not imported.tools:
         problems = "; ".join(note.describe() for note in imported.errors[:3])
@@ -182,20 +182,35 @@ def scaffold_dataset(name: str, openapi: list[Path], pipelines_file: Path, *, ba
     findings = lint_tools(imported.tools)
     domains = list(dict.fromkeys(record["domain"] for record in records))
     entry = pipeline_entry(name, dataset_dir, imported, base_url, auth_env, domains)
-    new_text = _appended(pipelines_file, name, entry)  # checked before anything is written
-    target.mkdir(parents=True, exist_ok=True)
-    write_json(target / "tools.json", records, indent=2)
-    write_json(target / "value_pools.json", pools, indent=2)
-    write_json(target / "import_report.json", {
-        "files": imported.files,
-        "tools": len(records),
-        "notes": [note.as_dict() for note in imported.notes],
-        "lint": {"counts": count_by_code(findings), "findings": [finding.as_dict() for finding in findings]},
-    }, indent=2)
-    write_text(pipelines_file, new_text)
+    # Another `new` may be editing the file right now: under its lock, read it again, check the name
+    # is still free and append to what is there now (reading before the lock and writing after it
+    # would drop the other command's pipeline).
+    with writer_lock(file_lock_path(pipelines_file), f"{pipelines_file}", wait_s=EDIT_WAIT_S):
+        _check_free(pipelines_file, name, force)
+        new_text = _appended(pipelines_file, name, entry)  # checked before anything is written
+        target.mkdir(parents=True, exist_ok=True)
+        write_json(target / "tools.json", records, indent=2)
+        write_json(target / "value_pools.json", pools, indent=2)
+        write_json(target / "import_report.json", {
+            "files": imported.files,
+            "tools": len(records),
+            "notes": [note.as_dict() for note in imported.notes],
+            "lint": {"counts": count_by_code(findings), "findings": [finding.as_dict() for finding in findings]},
+        }, indent=2)
+        write_text(pipelines_file, new_text)
     return ScaffoldResult(name, dataset_dir, len(records), len(imported.files), len(pools["slots"]),
                           [note.as_dict() for note in imported.notes], count_by_code(findings),
                           [finding.as_dict() for finding in findings], str(pipelines_file))
+
+
+def _check_free(pipelines_file: Path, name: str, force: bool) -> None:
+    """The name is not declared yet and its dataset folder is empty (or --force)."""
+    config = load_pipelines(pipelines_file)
+    if name in config.pipelines:
+        raise UserError(f"{pipelines_file}: a pipeline named {name!r} is already declared")
+    target = pipelines_file.resolve().parent / "datasets" / name
+    if target.exists() and any(target.iterdir()) and not force:
+        raise UserError(f"{target}: already exists (use --force to write over it)")
 
 
 def _appended(pipelines_file: Path, name: str, entry: str) -> str:
@@ -207,8 +222,10 @@ def _appended(pipelines_file: Path, name: str, entry: str) -> str:
     if not top_level or top_level[-1] != "pipelines":
         raise UserError(f"{pipelines_file}: `pipelines:` must be the last top-level key to append {name!r}")
     new_text = text.rstrip("\n") + "\n" + entry
-    candidate = pipelines_file.with_name(pipelines_file.name + ".new.tmp")
-    candidate.write_text(new_text, encoding="utf-8")
+    # beside the file, so relative paths in it resolve as they will (validated under the lock:
+    # one command at a time uses this name)
+    candidate = pipelines_file.with_name(f".{pipelines_file.name}.new.tmp")
+    write_text(candidate, new_text)
     try:
         load_pipelines(candidate).get_pipeline(name)
     finally:

@@ -5,16 +5,27 @@ A stage about to replace its output with a result of zero samples, or of fewer t
 the previous output untouched, writes the new files beside it (`drafts.new.jsonl`,
 `stage1.summary.new.json`, ...) and stops with exit 1 saying why, unless told `--force`. The
 summary of every run says what it replaced.
+
+Two more ways an output destroys what it should not, both refused before anything is written:
+an output that is one of the command's inputs (through a symlink or a hard link too), and two
+outputs that are one file (`convert -o a.json --answers-out a.json`): `refuse_overwriting`. And a
+disk that fills up or is read-only while a stage writes ends in one line naming the file
+(`disk_errors`, fcbench.jsonl's `WriteFailed`): every stage file is staged beside its target and
+renamed into place only once it is complete, so the files in place stay whole.
 """
 
 from __future__ import annotations
 
+import errno
+import os
+import sqlite3
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, Mapping
 
 from fcbench.errors import UserError
-from fcbench.jsonl import StagedFile, write_json
+from fcbench.jsonl import StagedFile, WriteFailed, describe_os_error, write_json
 
 
 class OutputKept(UserError):
@@ -77,6 +88,8 @@ def guard_counts(target: Path, new_samples: int, previous: int | None, *, force:
 def place_guarded(samples: StagedFile, rejects: StagedFile, *, force: bool, min_share: float) -> GuardedOutputs:
     """Put a streamed stage's samples and rejects in place, or beside the previous output it keeps."""
     guarded = guard_output(samples.target, samples.lines, force=force, min_share=min_share)
+    samples.sync()  # both on disk before either is renamed: a full disk replaces neither
+    rejects.sync()
     samples.place(guarded.path(samples.target))
     rejects.place(guarded.path(rejects.target))
     return guarded
@@ -90,3 +103,72 @@ def finish_summary(guarded: GuardedOutputs, summary: dict[str, Any], outputs: di
     summary["output_guard"] = guarded.summary()
     write_json(guarded.path(summary_path), summary, indent=2)
     guarded.finish()
+
+
+# ------------------------------------------------------------------ outputs that would overwrite
+def same_file(first: Path, second: Path) -> bool:
+    """Whether two paths name one file: the same path once symlinks are resolved, or (both
+    existing) one inode, which a hard link or a bind mount shares."""
+    if Path(first).resolve() == Path(second).resolve():
+        return True
+    try:
+        return os.path.samefile(first, second)
+    except OSError:  # one of them does not exist yet: resolving was the whole answer
+        return False
+
+
+def refuse_overwriting(command: str, inputs: Mapping[str, Path | None], outputs: Mapping[str, Path | None]) -> None:
+    """Refuse (UserError) a command whose output is one of its inputs, or whose two outputs are
+    one file (the second would overwrite the first). Names are how the user gave them
+    (`-o`, `--answers-out`, `IN`); None means not given."""
+    given_outputs = [(name, Path(path)) for name, path in outputs.items() if path is not None]
+    given_inputs = [(name, Path(path)) for name, path in inputs.items() if path is not None]
+    for index, (name, path) in enumerate(given_outputs):
+        for input_name, input_path in given_inputs:
+            if same_file(path, input_path):
+                raise UserError(f"{command}: {name} {path} is the input {input_name} {input_path}; "
+                                "writing it would destroy the input: choose another output")
+        for other_name, other in given_outputs[:index]:
+            if same_file(path, other):
+                raise UserError(f"{command}: {other_name} {other} and {name} {path} are the same file; "
+                                "one output would overwrite the other: give each its own")
+
+
+def refuse_input_inside(command: str, input_name: str, input_path: Path, output_dir: Path) -> None:
+    """Refuse an input that lives inside a folder the command replaces as a whole."""
+    resolved, folder = Path(input_path).resolve(), Path(output_dir).resolve()
+    if resolved == folder or folder in resolved.parents:
+        raise UserError(f"{command}: {input_name} {input_path} is inside {output_dir}, which this command replaces; "
+                        "copy it elsewhere first")
+
+
+# ------------------------------------------------------------------------------ disks that fail
+# What a full, read-only or failing disk raises; EACCES/EPERM too (a folder made read-only).
+_DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EIO, errno.EACCES,
+                          errno.EPERM})
+_WRITE_ONLY_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG})
+# SQLite says it in words (the request cache, batch ids, tokens): these are the disk's doing.
+_SQLITE_DISK_WORDS = ("disk is full", "readonly database", "disk i/o error", "unable to open database")
+
+
+@contextmanager
+def disk_errors(folder: Path) -> Iterator[None]:
+    """A stage writing under `folder`: a write that fails in a writer that does not go through
+    fcbench.jsonl (Parquet shards, journals, SQLite) is one `WriteFailed` naming the file (or the
+    folder), not a traceback. The stage's files in place are whole: each is staged and renamed
+    into place only once complete."""
+    try:
+        yield
+    except WriteFailed:
+        raise
+    except sqlite3.OperationalError as exc:
+        if any(words in str(exc).lower() for words in _SQLITE_DISK_WORDS):
+            raise WriteFailed(f"{folder}: a database could not be written: {exc}; "
+                              "no output was left half-written") from None
+        raise
+    except OSError as exc:
+        if exc.errno not in _DISK_ERRNOS:
+            raise
+        where = exc.filename or folder
+        doing = "cannot write: " if exc.errno in _WRITE_ONLY_ERRNOS else ""
+        raise WriteFailed(f"{where}: {doing}{describe_os_error(exc)}; no output was left half-written") from None

@@ -5,6 +5,7 @@ command whose every item was rejected exits 1; a stage never reads its own outpu
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -93,3 +94,75 @@ def test_a_much_smaller_export_keeps_the_one_in_place_and_force_replaces_it(tmp_
     assert forced.exit_code == 0 and previous_export_rows(build / "export") == 10
     assert json.loads(forced.stdout)["output_guard"] == {"previous_samples": 40, "new_samples": 10,
                                                          "replaced_previous": True}
+
+
+# ------------------------------------------------------------------ outputs that would overwrite
+def _bfcl_canonical(tmp_path: Path) -> Path:
+    from conftest import EXTERNAL
+
+    source = tmp_path / "simple.jsonl"
+    made = runner.invoke(app, ["convert", str(EXTERNAL / "bfcl" / "BFCL_v4_simple_python.json"), "--from", "bfcl",
+                               "--answers", str(EXTERNAL / "bfcl" / "possible_answer_BFCL_v4_simple_python.json"),
+                               "--to", "fcbench", "-o", str(source)])
+    assert made.exit_code == 0, made.output
+    return source
+
+
+def test_convert_refuses_outputs_that_are_an_input_or_each_other(tmp_path):
+    source = _bfcl_canonical(tmp_path)
+    original = source.read_bytes()
+    link = tmp_path / "link.json"
+    link.symlink_to(source)
+    hard = tmp_path / "hard.json"
+    os.link(source, hard)
+    to_bfcl = ["convert", str(source), "--from", "fcbench", "--to", "bfcl"]
+    cases = {
+        "same file": ([*to_bfcl, "-o", str(tmp_path / "q.json"), "--answers-out", str(tmp_path / "q.json")],
+                      "-o {q} and --answers-out {q} are the same file"),
+        "answers over the input": ([*to_bfcl, "-o", str(tmp_path / "q.json"), "--answers-out", str(source)],
+                                   "--answers-out {source} is the input IN {source}"),
+        "output over the input": (["convert", str(source), "--from", "fcbench", "--to", "fcbench", "-o", str(source)],
+                                  "-o {source} is the input IN {source}"),
+        "through a symlink": ([*to_bfcl, "-o", str(link), "--answers-out", str(tmp_path / "a.json")],
+                              "-o {link} is the input IN {source}"),
+        "through a hard link": ([*to_bfcl, "-o", str(tmp_path / "q2.json"), "--answers-out", str(hard)],
+                                "--answers-out {hard} is the input IN {source}"),
+    }
+    for name, (command, message) in cases.items():
+        result = runner.invoke(app, command)
+        expected = message.format(q=tmp_path / "q.json", source=source, link=link, hard=hard)
+        assert result.exit_code == 1 and expected in result.stderr, (name, result.output)
+        assert len(result.stderr.strip().splitlines()) == 1
+    assert source.read_bytes() == original and link.is_symlink()
+    assert not (tmp_path / "q.json").exists() and not (tmp_path / "q2.json").exists()  # refused before writing
+    # the rejects file is an output too: OUT.rejects.jsonl must not be the input either
+    rejects_named = tmp_path / "x.json.rejects.jsonl"
+    rejects_named.write_bytes(original)
+    clash = runner.invoke(app, ["convert", str(rejects_named), "--from", "fcbench", "--to", "fcbench",
+                                "-o", str(tmp_path / "x.json")])
+    assert clash.exit_code == 1 and "the rejects file" in clash.stderr
+    fine = runner.invoke(app, [*to_bfcl, "-o", str(tmp_path / "q.json"), "--answers-out", str(tmp_path / "a.json")])
+    assert fine.exit_code == 0, fine.output
+
+
+def test_export_and_pull_refuse_an_input_they_would_replace(tmp_path):
+    seeds = Path(__file__).resolve().parents[3] / "datasets" / "nestful-math" / "seeds.jsonl"
+    pipelines = tmp_path / "pipelines.yaml"
+    pipelines.write_text("pipelines:\n  m:\n    dataset_dir: m\n    stages:\n"
+                         "      export: {split: template, ratios: {test: 1.0}, formats: [parquet, fcbench]}\n")
+    export = ["export", "m", "--file", str(pipelines), "--input"]
+    assert runner.invoke(app, [*export, str(seeds)]).exit_code == 0
+    build = tmp_path / "m" / "build"
+    inside = build / "export" / "fcbench" / "test.jsonl"
+    before = inside.read_bytes()
+    refused = runner.invoke(app, [*export, str(inside)])
+    assert refused.exit_code == 1 and f"--input {inside} is inside {build / 'export'}" in refused.stderr
+    assert inside.read_bytes() == before
+    summary = build / "export.summary.json"
+    refused = runner.invoke(app, [*export, str(summary)])
+    assert refused.exit_code == 1 and "is the input --input" in refused.stderr
+    (build / "templates.jsonl").write_text("[]\n")
+    pulled = runner.invoke(app, ["stage2", "pull", "m", "--file", str(pipelines), "--from-export",
+                                 str(build / "templates.jsonl")])
+    assert pulled.exit_code == 1 and "templates.jsonl" in pulled.stderr and "is the input --from-export" in pulled.stderr
+    assert (build / "templates.jsonl").read_text() == "[]\n"
