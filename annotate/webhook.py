@@ -10,6 +10,15 @@ ANNOTATION_UPDATED, with payload and the secret as a header) on each of the pipe
 and looks again every few seconds for projects pushed since. Label Studio refuses loopback webhook
 URLs unless SSRF_PROTECTION_ENABLED=false, which `annotate.studio.server` sets for the server it starts.
 
+What it accepts. Only POST on the webhook path with the secret header, checked before a byte of
+the body is read; then a body of one plain Content-Length of at most MAX_BODY_BYTES (64 MiB).
+Anything else is answered with a 4xx and one line in the log, never a traceback: a wrong path
+(404) or method (405), no or a wrong secret (403), no length or a chunked body (411), a negative,
+non-numeric or repeated length (400), a larger one (413), a body cut short (400) or stalled
+(408 after REQUEST_TIMEOUT_S), JSON that names no annotation (400), a request line http.server
+cannot parse (400, 431). `/health` answers whether it is alive and idle, with counters, and
+nothing about the pipeline, its projects or the server.
+
 Why a queue. Without Redis, Label Studio sends a webhook inside the annotator's own request, with
 a 1 s timeout, and never retries. So the handler only parses the body and queues the task id (a
 task already waiting is not queued twice), and answers at once; one worker thread does the checks.
@@ -67,6 +76,11 @@ from fcbench.runtime.localhost import LOOPBACK, free_port, port_is_free, read_pr
 
 WEBHOOK_PATH = "/fcbench-webhook"
 SECRET_HEADER = "X-Fcbench-Webhook-Secret"
+# The largest body read: Label Studio's payload carries the task's data (the draft as HTML and
+# JSON, responses folded up to 2 M characters), a few MB for a ComplexFuncBench-sized task. A
+# larger one is answered 413 unread (pull still checks that annotation).
+MAX_BODY_BYTES = 64 * 1024 * 1024
+REQUEST_TIMEOUT_S = 30.0  # a client that stops sending mid-request is dropped, not waited for
 REGISTER_EVERY_S = 5.0  # how often the receiver looks for newly pushed projects
 RETRY_DELAYS_S = (1.0, 3.0, 10.0)  # a check that failed on a server error is tried again this late
 START_TIMEOUT_S = 60.0
@@ -229,6 +243,18 @@ def project_ids(client: Any, titles: Sequence[str]) -> dict[str, int]:
 
 
 # --------------------------------------------------------------------------------- the receiver
+class _QuietServer(ThreadingHTTPServer):
+    """A request that breaks the handler (a client gone mid-answer, a bug) is one line in the
+    log, never a traceback."""
+
+    log: Callable[[str], None] = staticmethod(lambda line: None)  # type: ignore[assignment]
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        error = sys.exc_info()[1]
+        self.log(f"request from {client_address[0] if client_address else '?'} failed: "
+                 f"{type(error).__name__}: {str(error)[:200]}")
+
+
 class Receiver:
     """The HTTP endpoint and the worker behind it (both in this process)."""
 
@@ -245,24 +271,37 @@ class Receiver:
                          "written": 0, "retried": 0, "failed": 0}
         self.registered: dict[int, str] = {}
         self.stopping = threading.Event()
-        self.server = ThreadingHTTPServer((LOOPBACK, port), self._handler_class())
+        self.server = _QuietServer((LOOPBACK, port), self._handler_class())
         self.server.daemon_threads = True
+        self.server.log = self.log
         self.url = f"http://{LOOPBACK}:{self.server.server_address[1]}{WEBHOOK_PATH}"
         self._threads: list[threading.Thread] = []
 
     # -- receiving (must answer within Label Studio's 1 s)
-    def receive(self, body: bytes, secret: str | None) -> tuple[int, dict[str, Any]]:
+    def authorized(self, secret: str | None) -> bool:
+        """Whether the request carries the secret: checked before its body is read."""
         with self.lock:
             self.counters["received"] += 1
-        if not secret or not secrets.compare_digest(secret, self.secret):
-            with self.lock:
-                self.counters["refused"] += 1
+        if secret and secrets.compare_digest(secret.encode("utf-8", "surrogateescape"),
+                                             self.secret.encode("utf-8")):
+            return True
+        self.refuse()
+        return False
+
+    def refuse(self) -> None:
+        with self.lock:
+            self.counters["refused"] += 1
+
+    def receive(self, body: bytes, secret: str | None) -> tuple[int, dict[str, Any]]:
+        if not self.authorized(secret):
             return 403, {"error": "wrong or missing secret"}
+        return self.receive_authorized(body)
+
+    def receive_authorized(self, body: bytes) -> tuple[int, dict[str, Any]]:
         try:
             event = parse_event(body)
         except BadEvent as exc:
-            with self.lock:
-                self.counters["refused"] += 1
+            self.refuse()
             return 400, {"error": str(exc)}
         if event.project_id is not None and event.project_id not in self.registered:
             return 200, {"queued": False, "ignored": "not a project of this pipeline"}
@@ -376,40 +415,130 @@ class Receiver:
         if close is not None:
             close()
 
+    def health(self) -> dict[str, Any]:
+        """What `/health` (no secret needed) tells: alive, idle, and counters; nothing about the
+        pipeline, its projects or the server."""
+        with self.lock:
+            counters = dict(self.counters)
+        return {"ok": True, "idle": self.idle(), **counters}
+
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        receiver = self
+        return _handler_for(self)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-                if self.path != WEBHOOK_PATH:
-                    self._answer(404, {"error": "not found"})
-                    return
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(min(length, 64 * 1024 * 1024))
-                status, answer = receiver.receive(body, self.headers.get(SECRET_HEADER))
-                self._answer(status, answer)
 
-            def do_GET(self) -> None:  # noqa: N802
-                if self.path != "/health":
-                    self._answer(404, {"error": "not found"})
-                    return
-                with receiver.lock:
-                    counters = dict(receiver.counters)
-                self._answer(200, {"pipeline": receiver.checker.pipeline.name, "url": receiver.url,
-                                   "projects": sorted(receiver.registered), "idle": receiver.idle(), **counters})
+def body_length(headers: Mapping[str, str], limit: int = MAX_BODY_BYTES) -> tuple[int, int | None, str]:
+    """The body length a request declares, checked before anything is read (pure):
+    (length, None, "") when it may be read, else (0, status, why). A body comes with one plain
+    decimal Content-Length of at most `limit` bytes: no chunked bodies, no negative, signed,
+    non-numeric or repeated lengths."""
+    if headers.get("Transfer-Encoding") is not None:
+        return 0, 411, "a body must come with a Content-Length (no Transfer-Encoding)"
+    declared = headers.get_all("Content-Length") if hasattr(headers, "get_all") else None
+    values = declared if declared is not None else ([headers["Content-Length"]] if "Content-Length" in headers else [])
+    if not values:
+        return 0, 411, "Content-Length is required"
+    if len(values) > 1:
+        return 0, 400, "Content-Length is given more than once"
+    text = values[0].strip()
+    if not text.isascii() or not text.isdigit():
+        return 0, 400, f"Content-Length must be a non-negative whole number, not {text[:20]!r}"
+    if len(text) > 20 or int(text) > limit:
+        return 0, 413, f"a body of at most {limit} bytes is read"
+    return int(text), None, ""
 
-            def _answer(self, status: int, body: dict[str, Any]) -> None:
-                data = json.dumps(body).encode("utf-8")
+
+def _handler_for(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
+    """The HTTP side of the receiver. Every request it cannot take gets a 4xx and one log line,
+    never a traceback: wrong path (404) or method (405), no secret (403, before any body is
+    read), a missing, malformed or too large Content-Length (411, 400, 413), a body cut short
+    (400), JSON that names no annotation (400)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        timeout = REQUEST_TIMEOUT_S  # a stalled client is dropped
+        protocol_version = "HTTP/1.0"  # one request per connection: nothing left unread is misparsed
+
+        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            if self.path != WEBHOOK_PATH:
+                self._answer(404, {"error": "not found"})
+                return
+            if not receiver.authorized(self.headers.get(SECRET_HEADER)):  # before the body is read
+                self._answer(403, {"error": "wrong or missing secret"})
+                return
+            length, refused, why = body_length(self.headers)
+            if refused is not None:
+                receiver.refuse()
+                self._answer(refused, {"error": why})
+                return
+            try:
+                body = self.rfile.read(length)
+            except TimeoutError:
+                receiver.refuse()
+                self._answer(408, {"error": f"the body did not arrive within {REQUEST_TIMEOUT_S:g} s"})
+                return
+            if len(body) < length:
+                receiver.refuse()
+                self._answer(400, {"error": f"the body ended after {len(body)} of {length} bytes"})
+                return
+            status, answer = receiver.receive_authorized(body)
+            self._answer(status, answer)
+
+        def do_GET(self) -> None:  # noqa: N802
+            if self.path != "/health":
+                self._answer(404, {"error": "not found"})
+                return
+            self._answer(200, receiver.health())
+
+        def _not_allowed(self) -> None:
+            self._answer(405, {"error": f"method {self.command} not allowed"}, allow="GET, POST")
+
+        def __getattr__(self, name: str) -> Any:
+            # any other method (PUT, DELETE, HEAD, made-up ones): 405, where http.server says 501
+            if name.startswith("do_"):
+                return self._not_allowed
+            raise AttributeError(name)
+
+        def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+            # http.server's own refusals of a malformed request line: a bad version is the
+            # client's fault (400, not 505); headers too long or too many stay 431
+            if code >= 500:
+                code, message = 400, message or "malformed request"
+            # a request line too broken to name its version is answered as HTTP/1.0 (with a status
+            # line), not as HTTP/0.9 (a bare body)
+            self.request_version = "HTTP/1.0" if self.request_version == "HTTP/0.9" else self.request_version
+            self.log_message("%s", f"refused: {code} {message or ''}".strip())
+            try:
+                super().send_error(code, message, explain)
+            except OSError:
+                pass  # the client is gone
+
+        def log_request(self, code: Any = "-", size: Any = "-") -> None:
+            return  # accepted requests are logged by the worker, refused ones by _answer / send_error
+
+        def log_error(self, format: str, *args: Any) -> None:  # noqa: A002
+            if not format.startswith("code "):  # send_error's own line: already logged above
+                self.log_message(format, *args)
+
+        def _answer(self, status: int, body: dict[str, Any], allow: str | None = None) -> None:
+            data = json.dumps(body).encode("utf-8")
+            try:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
+                if allow:
+                    self.send_header("Allow", allow)
                 self.end_headers()
                 self.wfile.write(data)
+            except OSError:
+                pass  # the client left before the answer: nothing to tell it
+            if status >= 400:
+                self.log_message("%s", f"refused: {self.command} {self.path[:80]!r}: {status} {body.get('error', '')}")
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (quiet: the worker logs)
-                return
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            # one line per refused request (accepted ones are logged by the worker)
+            text = (format % args if args else format).replace("\n", " ")[:300]
+            receiver.log(f"request from {self.client_address[0]}: {text}")
 
-        return Handler
+    return Handler
 
 
 # -------------------------------------------------------------------------- the receiver process
