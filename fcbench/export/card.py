@@ -6,7 +6,11 @@ them, and license / task_categories / tags / size_categories make the dataset fi
 says how the data was built (from the samples' provenance and the stage summaries), what it looks
 like (fcbench.stats.tables) and what is known to be imperfect (grounding notes, rejects by reason,
 what the format copies could not hold). Nothing in it depends on the clock or on absolute paths,
-so the same run renders the same bytes.
+so the same run renders the same bytes. Every value that comes from the samples (domains, models,
+prompt files, stage and reason names read from summary files, format warnings naming tools) is
+shown as literal text unless it is a plain word (fcbench.export.markdown): a sample cannot inject
+Markdown or HTML into the card.
+The pipeline's own description and license, written by its owner in pipelines.yaml, are Markdown.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any, Mapping
 import pyarrow as pa
 import yaml
 
+from fcbench.export.markdown import data_text, literal, table_cell
 from fcbench.sample import Provenance
 from fcbench.stats.tables import TABLE_COLUMNS, DatasetStats, hardness_lines, table_rows
 
@@ -147,16 +152,19 @@ def front_matter(info: CardInfo) -> dict[str, Any]:
 
 # -------------------------------------------------------------------------------------------- body
 def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    """A GFM table; cells holding data must already be `data_text()` or `literal()` (numbers and
+    fcbench's own words are written as they are)."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(cell).replace("|", "\\|") for cell in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(table_cell(cell) for cell in row) + " |" for row in rows]
     return lines + [""]
 
 
 def _counter_table(title: str, counts: Mapping[Any, int], none_text: str) -> list[str]:
+    """Counts by a name that comes from the data (`data_text`: a plain word as is, else literally)."""
     if not counts:
         return [f"{none_text}", ""]
     ordered = sorted(counts.items(), key=lambda item: (-item[1], str(item[0])))
-    return _table([title, "samples"], [[key, n] for key, n in ordered])
+    return _table([title, "samples"], [[data_text(key), n] for key, n in ordered])
 
 
 def _split_rule_text(info: CardInfo) -> str:
@@ -179,7 +187,8 @@ def _structure_section(info: CardInfo) -> list[str]:
              "tool specs, call arguments and responses) are JSON strings, so every split and shard has the "
              "same Parquet schema; `fcbench.formats.parquet_rows.row_to_sample(row)` decodes a row back into the "
              "canonical fcbench sample.", ""]
-    rows = [[f"`{column.name}`", feature_of(column.type).get("dtype") or f"list<{feature_of(column.type)['list']}>",
+    # `list<string>` as a code span: bare, `<string>` is an HTML tag and the type would show as "list"
+    rows = [[f"`{column.name}`", literal(feature_of(column.type).get("dtype") or f"list<{feature_of(column.type)['list']}>"),
              info.column_docs.get(column.name, "")] for column in info.schema]
     lines += _table(["column", "type", "content"], rows)
     split = info.splits[0].name if info.splits else "test"
@@ -191,13 +200,19 @@ def _structure_section(info: CardInfo) -> list[str]:
 
 def _splits_section(info: CardInfo) -> list[str]:
     lines = ["## Splits", "", _split_rule_text(info), ""]
-    return lines + _table(["split", "rows", "shards"], [[s.name, s.rows, len(s.files)] for s in info.splits])
+    return lines + _table(["split", "rows", "shards"], [[data_text(s.name), s.rows, len(s.files)] for s in info.splits])
+
+
+def _number_or_literal(value: Any) -> str:
+    return str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else data_text(value)
 
 
 def _summary_counts(summary: Mapping[str, Any]) -> str:
+    """A stage summary's counts, read from its file (`data_text` unless they are numbers)."""
     counts = summary.get("counts")
     if isinstance(counts, Mapping):
-        return ", ".join(f"{key.replace('_', ' ')} {value}" for key, value in counts.items())
+        return ", ".join(f"{data_text(str(key).replace('_', ' '))} {_number_or_literal(value)}"
+                         for key, value in counts.items())
     return "-"
 
 
@@ -210,7 +225,7 @@ def _construction_section(info: CardInfo) -> list[str]:
     if info.stage_summaries:
         lines += ["### Stage results", ""]
         lines += _table(["stage", "input", "outcome"],
-                        [[stage, summary.get("total", "-"), _summary_counts(summary)]
+                        [[data_text(stage), _number_or_literal(summary.get("total", "-")), _summary_counts(summary)]
                          for stage, summary in info.stage_summaries.items()])
     lines += ["### Provenance of the exported samples", ""]
     lines += _counter_table("stage", tally.stages, "No sample records the stage that made it.")
@@ -228,13 +243,14 @@ def _construction_section(info: CardInfo) -> list[str]:
 
 def _statistics_section(stats: DatasetStats) -> list[str]:
     lines = ["## Statistics", ""]
-    lines += _table(list(TABLE_COLUMNS), table_rows(stats))
+    # the first column is the samples' domain: data; the others are figures fcbench formats
+    lines += _table(list(TABLE_COLUMNS), [[data_text(row[0]), *row[1:]] for row in table_rows(stats)])
     lines += [f"- {line}" for line in hardness_lines(stats)] + [""]
     lines += _table([f"context tokens ({stats.encoding})", "samples"], [[k, v] for k, v in stats.context_histogram.items()])
     lines += _table(["difficulty (from the gold path)", "samples"], [[k, v] for k, v in stats.difficulty.items()])
-    if stats.published_difficulty:
+    if stats.published_difficulty:  # the labels the source files gave: data
         lines += _table(["difficulty (as published)", "samples"],
-                        [[k, v] for k, v in stats.published_difficulty.items()])
+                        [[data_text(k), v] for k, v in stats.published_difficulty.items()])
     lines += _table(["nesting depth", "samples"], [[k, v] for k, v in stats.nesting_depth.items()])
     lines += _table(["dependencies", "samples"], [[k, v] for k, v in stats.dependencies.items()])
     return lines
@@ -245,8 +261,8 @@ def _limitations_section(info: CardInfo) -> list[str]:
     filter_summary = info.stage_summaries.get("filter", {})
     grounding = filter_summary.get("grounding_reported")
     if grounding:
-        lines += [f"- {grounding} samples kept by the filter have argument values not found in the query or "
-                  "earlier responses (grounding notes in filter.summary.json).", ""]
+        lines += [f"- {_number_or_literal(grounding)} samples kept by the filter have argument values not found in "
+                  "the query or earlier responses (grounding notes in filter.summary.json).", ""]
     filter_reasons = filter_summary.get("reasons") or {}
     if filter_reasons:
         lines += ["Candidates rejected by the filter, by reason:", ""]
@@ -254,9 +270,9 @@ def _limitations_section(info: CardInfo) -> list[str]:
     if info.export_reasons:
         lines += ["Lines of the validated file that could not be exported, by reason:", ""]
         lines += _counter_table("reason", info.export_reasons, "")
-    if info.format_warnings:
+    if info.format_warnings:  # they name the samples' tools and ids: shown literally
         lines += ["What the copies in other formats could not hold:", ""]
-        lines += [f"- {warning}" for warning in info.format_warnings] + [""]
+        lines += [f"- {literal(warning)}" for warning in info.format_warnings] + [""]
     if len(lines) == 2:
         lines += ["None recorded by the pipeline.", ""]
     return lines

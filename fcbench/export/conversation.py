@@ -39,6 +39,7 @@ from fcbench.conversation import (DIALOG_ACT_TITLES, DIALOG_ACTS, SETS, Conversa
 from fcbench.errors import UserError
 from fcbench.formats import FormatError, read_samples, write_samples
 from fcbench.jsonl import write_json, write_json_lines
+from fcbench.export.markdown import data_text, table_cell
 from fcbench.runtime.output_guard import beside, guard_counts, refuse_input_inside, refuse_overwriting
 from fcbench.formats.parquet_rows import PARQUET_SCHEMA, sample_to_row
 from fcbench.sample import Sample
@@ -205,13 +206,14 @@ def run_conversation_export(pipeline: PipelineConfig, input_file: Path | None = 
 
 # ------------------------------------------------------------------------------------------- card
 def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
-            *("| " + " | ".join(str(cell) for cell in row) + " |" for row in rows)]
+    """A GFM table; values from the data come `data_text()` (fcbench.export.markdown)."""
+    return ["| " + " | ".join(table_cell(cell) for cell in header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(table_cell(cell) for cell in row) + " |" for row in rows)]
 
 
 def statistics_tables(statistics: Mapping[str, Any]) -> list[str]:
     """CONFETTI's Table 2 (conversations, turns, calls, APIs per turn) and Table 3 (dialog acts)."""
-    columns = [("overall", statistics["overall"]), *statistics["splits"].items()]
+    columns = [("overall", statistics["overall"]), *((data_text(name), stats) for name, stats in statistics["splits"].items())]
     figures = [("conversations", "conversations"), ("user turns", "user_turns"), ("agent turns", "agent_turns"),
                ("avg. turns per conversation", "avg_turns"), ("avg. user turns per conversation", "avg_user_turns"),
                ("function-calling turns", "function_calling_turns"), ("calls", "calls"),
@@ -227,7 +229,8 @@ def statistics_tables(statistics: Mapping[str, Any]) -> list[str]:
     if complexities:
         lines += ["", "### Conversation complexities (tagged by annotators)", ""]
         lines += _table(["complexity", *[name for name, _ in columns]],
-                        [[name, *[stats["complexities"].get(name, 0) for _, stats in columns]] for name in complexities])
+                        [[data_text(name), *[stats["complexities"].get(name, 0) for _, stats in columns]]
+                         for name in complexities])  # tagged by annotators: data
     return lines
 
 
@@ -258,9 +261,10 @@ def render_conversation_card(pipeline: PipelineConfig, summary: ConversationExpo
               "```", "", "## Splits", "",
               f"By conversation (`{pipeline.stages.export.split}` rule, seed {pipeline.seed}): every turn of a "
               "conversation is in the same split, so no split sees another's history.", ""]
-    lines += _table(["split", "conversations", *SETS], [[split, info["conversations"], *[info[s]["rows"] for s in SETS]]
-                                                       for split, info in summary.splits.items()])
+    lines += _table(["split", "conversations", *SETS], [[data_text(split), info["conversations"],
+                                                         *[info[s]["rows"] for s in SETS]]
+                                                        for split, info in summary.splits.items()])
     lines += ["", "## Statistics", "", *statistics_tables(summary.statistics), ""]
     if summary.reasons:
-        lines += ["## Not exported", "", *[f"- {reason}: {count}" for reason, count in summary.reasons.items()], ""]
+        lines += ["## Not exported", "", *[f"- {data_text(reason)}: {count}" for reason, count in summary.reasons.items()], ""]
     return "\n".join(lines)

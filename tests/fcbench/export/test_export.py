@@ -248,7 +248,7 @@ def test_template_split_never_puts_variants_of_one_template_in_two_splits(tmp_pa
     assert summary["splits"]["train"]["rows"] % 4 == 0 and summary["splits"]["test"]["rows"] % 4 == 0
     card = (tmp_path / "build" / "export" / "README.md").read_text(encoding="utf-8")
     assert "| gpt-4o-mini | 252 |" in card
-    assert "| generate/prompts/rewrite.txt (abababababab) | 252 |" in card
+    assert "| `generate/prompts/rewrite.txt (abababababab)` | 252 |" in card  # not a plain word: literal
     assert "- Annotators: 3 distinct, 252 samples annotated" in card
     assert "- Templates: 84; variants generated from a template: 252." in card
     # the card's statistics: Table 3 columns and what makes samples hard, with the tokenizer named
