@@ -26,12 +26,11 @@ timestamp, so the same input and seed give byte-identical files.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
 import tempfile
-import threading
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,15 +43,17 @@ from fcbench.stage import VALIDATED
 from fcbench.config import ExportConfig, PipelineConfig
 from fcbench.export.card import CardInfo, ProvenanceTally, SplitInfo, render_card
 from fcbench.errors import UserError
-from fcbench.formats import FORMATS, FormatError, FormatOptions, Rejected, read_samples, write_samples
+from fcbench.formats import FORMATS, FormatError, FormatOptions, read_samples, write_samples
 from fcbench.jsonl import dumps_line, write_json, writing
 from fcbench.runtime.output_guard import beside, guard_counts, refuse_input_inside, refuse_overwriting
 from fcbench.runtime.progress import counted, lines_in
-from fcbench.sample import Sample, sample_to_dict
+from fcbench.sample import Provenance, Sample, sample_to_dict
 from fcbench.formats.parquet_rows import COLUMN_DOCS, PARQUET_SCHEMA, SHAPE_COLUMNS, row_chars, sample_to_row
 from fcbench.export.splits import assign_split, template_key
 from fcbench.stats.tables import DatasetStats
-from fcbench.stats.validated_file import LineReject, cached_stats, file_stats, read_validated
+from fcbench.stats.tables import SampleFigures, StatsTally, sample_figures
+from fcbench.stats.validated_file import (ReadLine, cache_file_of, read_validated_parallel, remember_stats,
+                                          stats_in_cache)
 
 PARQUET = "parquet"
 CANONICAL = "fcbench"  # the canonical JSONL copy: written line by line like the shards
@@ -248,27 +249,31 @@ class _Exporter:
         self.reason_counts: Counter[str] = Counter()
         self.rejects_tmp = work_dir / ".rejects.jsonl"
 
-    def samples(self) -> Iterator[Sample | Rejected]:
-        """Export each sample as it is read, and hand it on. A write that fails (a full disk) is
-        one line naming the export folder; the export in place is only replaced at the end."""
-        config = self.settings.config
+    def samples(self, card: "_CardStatistics") -> Iterator[ReadLine]:
+        """Export each line as it comes (read and turned into a row on every core, in input
+        order: fcbench.stats.validated_file.read_validated_parallel), and hand it on. A write that
+        fails (a full disk) is one line naming the export folder; the export in place is only
+        replaced at the end."""
+        make = functools.partial(export_line, self.settings, bool(self.copy_formats), card.measuring)
         with writing(self.shown), open(self.rejects_tmp, "w", encoding="utf-8") as rejects:
-            for item in read_validated(self.source):
+            for line in read_validated_parallel(self.source, make):
                 self.summary.total += 1
-                if isinstance(item, LineReject):
-                    self.reason_counts[item.reason] += 1
+                if line.reject is not None:
+                    card.add_reject(line.reject.reason)
+                    self.reason_counts[line.reject.reason] += 1
                     with writing(self.shown):
-                        rejects.write(dumps_line(item.record(self.source)) + "\n")
-                    yield Rejected(f"{self.source}:{item.line_no}", item.reason)
+                        rejects.write(dumps_line(line.reject.record(self.source)) + "\n")
+                    yield line
                     continue
-                split = assign_split(item, config.split, self.settings.seed, config.ratios)
+                exported: ExportedLine = line.made
                 with writing(self.shown):
-                    self._writer(split).add(sample_to_row(item))
-                    if self.copy_formats:
-                        self._canonical_file(split).write(dumps_line(sample_to_dict(item)) + "\n")
-                self.provenance.add(item.provenance, template_key(item))
+                    self._writer(exported.split).add(exported.row)
+                    if exported.canonical is not None:
+                        self._canonical_file(exported.split).write(exported.canonical + "\n")
+                self.provenance.add(exported.provenance, exported.template)
+                card.add(exported.figures)
                 self.summary.exported += 1
-                yield item
+                yield line
 
     def _writer(self, split: str) -> SplitWriter:
         if split not in self.writers:
@@ -335,70 +340,57 @@ class _Exporter:
             shutil.rmtree(self.canonical_dir)
 
 
-def _export_stats_beside(source: Path, parent_pid: int) -> DatasetStats:
-    """`file_stats` in the second process, which ends when its parent does: a forked pool worker
-    holds both ends of its task pipe, so after a kill -9 of the export it would wait forever."""
-    _exit_with_parent(parent_pid)
-    return file_stats(source)
+@dataclass(frozen=True)
+class ExportedLine:
+    """What a worker makes of one sample for the export: everything the writing process needs,
+    never the sample itself."""
+
+    split: str
+    row: dict[str, Any]
+    canonical: str | None  # its line in the canonical copy (only when format copies are written)
+    provenance: Provenance
+    template: str
+    figures: SampleFigures | None  # the card's figures (None when they are known from the cache)
 
 
-def _exit_with_parent(parent_pid: int, every_s: float = 0.5) -> None:
-    def watch() -> None:
-        while os.getppid() == parent_pid:
-            time.sleep(every_s)
-        os._exit(1)
+def export_line(settings: ExportSettings, canonical: bool, measure: bool, sample: Sample) -> ExportedLine:
+    """One sample made ready for the export (run in the worker processes, so it must be pure)."""
+    config = settings.config
+    return ExportedLine(assign_split(sample, config.split, settings.seed, config.ratios), sample_to_row(sample),
+                        dumps_line(sample_to_dict(sample)) if canonical else None, sample.provenance,
+                        template_key(sample), sample_figures(sample) if measure else None)
 
-    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
-
-class _StatsBeside:
+class _CardStatistics:
     """The card's statistics: read from the statistics cache when this file was measured before
-    (the filter measures what it writes: fcbench.stats.validated_file), else computed in a second
-    process while this one writes the Parquet shards: measuring long-context samples (token
-    counts of every response) costs as much as exporting them, and the two need nothing from each
-    other. Each process reads the file line by line, so memory stays bounded in both. Where no
-    second process can start, or it dies, the statistics are computed here instead (slower, same
-    figures)."""
+    (the filter measures what it writes: fcbench.stats.validated_file), else measured with the
+    export: the workers that turn lines into rows also measure each sample (token counts of its
+    context: as costly as the export itself on long-context benchmarks), and the figures are summed
+    up here in input order, then kept in the cache for the next reader of the same bytes."""
 
     def __init__(self, source: Path) -> None:
-        self.source = source
-        self.pool: Any = None
-        self.future: Any = None
-        self.known: DatasetStats | None = None
+        self.cache_file = cache_file_of(source)
+        self.known = stats_in_cache(self.cache_file)
+        self.tally = StatsTally() if self.known is None else None
 
-    def __enter__(self) -> "_StatsBeside":
-        self.known = cached_stats(self.source)
-        if self.known is not None:
-            return self
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+    @property
+    def measuring(self) -> bool:
+        return self.tally is not None
 
-        try:
-            # fork: the child starts at once with fcbench already imported (spawn would re-import it)
-            context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
-            self.pool = ProcessPoolExecutor(max_workers=1, mp_context=context)
-            self.future = self.pool.submit(_export_stats_beside, self.source, os.getpid())
-        except (OSError, ValueError, RuntimeError):
-            self.pool = self.future = None
-        return self
+    def add_reject(self, reason: str) -> None:
+        if self.tally is not None:
+            self.tally.add_reject(reason)
+
+    def add(self, figures: SampleFigures | None) -> None:
+        if self.tally is not None and figures is not None:
+            self.tally.add(figures)
 
     def result(self) -> DatasetStats:
-        if self.known is not None:
-            return self.known
-        if self.future is not None:
-            try:
-                return self.future.result()
-            except Exception:  # a killed or failed child: the figures are computed here instead
-                pass
-        return file_stats(self.source)
-
-    def __exit__(self, exc_type: Any, *rest: object) -> None:
-        if self.pool is None:
-            return
-        if exc_type is not None:  # the export failed: its statistics are not wanted, do not wait for them
-            for process in list((getattr(self.pool, "_processes", None) or {}).values()):
-                process.terminate()
-        self.pool.shutdown(wait=exc_type is None, cancel_futures=True)
+        if self.known is None and self.tally is not None:
+            self.known = self.tally.result()
+            remember_stats(self.cache_file, self.known)
+        assert self.known is not None
+        return self.known
 
 
 def read_stage_summaries(build_dir: Path) -> dict[str, dict[str, Any]]:
@@ -479,10 +471,10 @@ def export_samples(source: Path, paths: ExportPaths, settings: ExportSettings, *
         os.chmod(work_dir, 0o777 & ~_umask())  # mkdtemp's 0700 would hide the export from other users
     exporter = _Exporter(source, settings, work_dir, copy_formats, shown=paths.export_dir)
     try:
-        with _StatsBeside(source) as card_stats:
-            for _ in counted(exporter.samples(), "export", lines_in(source)):
-                pass
-            stats = card_stats.result()
+        card_stats = _CardStatistics(source)
+        for _ in counted(exporter.samples(card_stats), "export", lines_in(source)):
+            pass
+        stats = card_stats.result()
         splits = exporter.finish_splits()
         exporter.write_format_copies(splits)
         summary = exporter.summary

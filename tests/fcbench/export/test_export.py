@@ -451,10 +451,10 @@ def test_export_folder_is_readable_by_others_not_mkdtemp_private(tmp_path):
     assert mode & stat_module.S_IROTH and mode & stat_module.S_IXOTH, oct(mode)
 
 
-def test_the_statistics_process_ends_when_a_killed_export_does(tmp_path):
+def test_the_statistics_workers_end_when_a_killed_export_does(tmp_path):
     """A forked pool worker holds both ends of its task pipe: after a kill -9 of the export it
     would wait for a next task forever (one leftover process per killed export, seen after the
-    kill tests). It watches its parent and ends with it."""
+    kill tests). Each worker measuring the card's statistics watches its parent and ends with it."""
     import os
     import signal
     import subprocess
@@ -467,10 +467,13 @@ def test_the_statistics_process_ends_when_a_killed_export_does(tmp_path):
     script = (
         "import os, signal, sys\n"
         "from pathlib import Path\n"
-        "from fcbench.export.single import _StatsBeside\n"
-        "beside = _StatsBeside(Path(sys.argv[1])).__enter__()\n"
-        "beside.future.result()\n"  # the worker is idle now, waiting for a next task
-        "Path(sys.argv[2]).write_text(' '.join(map(str, beside.pool._processes)))\n"
+        "from fcbench.stats.tables import sample_figures\n"
+        "from fcbench.stats.validated_file import read_validated_parallel\n"
+        "lines = read_validated_parallel(Path(sys.argv[1]), sample_figures, workers=2)\n"
+        "next(lines)\n"  # the file is one range: read, the workers are idle now, waiting for more
+        "children = [int(pid) for pid in os.listdir('/proc') if pid.isdigit() and\n"
+        "            f'PPid:\\t{os.getpid()}\\n' in open(f'/proc/{pid}/status').read()]\n"
+        "Path(sys.argv[2]).write_text(' '.join(map(str, children)))\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n")
     pid_file = tmp_path / "worker.pid"  # (not stdout: a leftover worker would hold that pipe open)
     done = subprocess.run([sys.executable, "-c", script, str(source), str(pid_file)], stdin=subprocess.DEVNULL,
@@ -478,13 +481,17 @@ def test_the_statistics_process_ends_when_a_killed_export_does(tmp_path):
                           cwd=Path(__file__).resolve().parents[3], timeout=120,
                           env={**os.environ, "FCBENCH_STATS_CACHE": "off"})  # measured for real, in the process
     assert done.returncode == -signal.SIGKILL
-    worker = int(pid_file.read_text().split()[0])
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            os.kill(worker, 0)
-        except ProcessLookupError:
-            return
+    workers = [int(pid) for pid in pid_file.read_text().split()]
+    assert len(workers) == 2
+    deadline = time.monotonic() + 60
+    alive = set(workers)
+    while alive and time.monotonic() < deadline:
+        for worker in list(alive):
+            try:
+                os.kill(worker, 0)
+            except ProcessLookupError:
+                alive.discard(worker)
         time.sleep(0.1)
-    os.kill(worker, signal.SIGKILL)
-    raise AssertionError(f"the statistics process {worker} outlived its killed export")
+    for worker in alive:
+        os.kill(worker, signal.SIGKILL)
+    assert not alive, f"statistics workers {sorted(alive)} outlived their killed export"

@@ -11,6 +11,7 @@ import sys
 from fcbench.stats.hardness import find_constraints, measure_hardness, needs_response_values, value_length
 from fcbench.sample import Call, Sample, Tool
 from fcbench.stats.tables import BUCKET_LABELS, OVERALL, compute_stats, context_bucket
+from fcbench.catalog.openai import openai_tool_param
 from fcbench.stats.tokens import ENCODING, context_parts, context_tokens, count_tokens
 
 
@@ -161,3 +162,49 @@ def test_the_longest_value_is_what_the_model_writes_with_references_resolved():
     assert measure_hardness(_sample("Book the second offer in Paris", steps)).longest_value == 602
     unresolved = [[Call(label="var_2", name="book", arguments={"token": "$var_9.token$"})]]  # no such output
     assert measure_hardness(_sample("Book it", unresolved)).longest_value == len("$var_9.token$")
+
+
+def test_tool_specs_are_counted_once_per_content_and_never_confused():
+    """The tool specs' count is remembered by what the tools are made of: the same catalog in many
+    samples is counted once; a tool differing only in its parameters is counted anew."""
+    from fcbench.sample import Tool
+    from fcbench.stats import tokens
+
+    base = Tool(name="find", description="Find places.", parameters={
+        "type": "object", "properties": {"city": {"type": "string", "x-internal": "dropped from the spec"}}})
+    wider = Tool(name="find", description="Find places.", parameters={
+        "type": "object", "properties": {"city": {"type": "string"}, "country": {"type": "string"}}})
+    for tools in ([base], [wider], [base, wider]):
+        direct = count_tokens(json.dumps([openai_tool_param(tool) for tool in tools], ensure_ascii=False,
+                                         separators=(",", ":")))
+        assert tokens.tools_tokens(tools) == direct
+        assert tokens.tools_tokens([tool.model_copy(deep=True) for tool in tools]) == direct  # remembered
+    assert tokens.tools_tokens([base]) != tokens.tools_tokens([wider])
+
+
+def test_a_samples_parts_are_looked_up_on_disk_together_and_count_as_one_by_one(tmp_path):
+    """`context_tokens` counts a sample's parts with one disk lookup: the same counts as counting
+    them one by one, read back from the disk by another process (and from a changed entry: the
+    disk is really read), with a repeated part counted each time."""
+    code = ("import json, sys; from fcbench.stats.tokens import _memo, count_tokens\n"
+            "texts = [json.dumps([{'n': i, 'v': 'Zq9x' * (20 + k)} for i in range(40)]) for k in range(5)]\n"
+            "texts += [texts[1], 'short']\n"
+            "print(_memo.count_many(texts), sum(count_tokens(t) for t in texts))\n"
+            "_memo.disk.flush()")
+
+    def run() -> list[int]:
+        done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "FCBENCH_TOKEN_CACHE": str(cache)},
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return [int(n) for n in done.stdout.split()]
+
+    cache = tmp_path / "tokens.sqlite"
+    many, one_by_one = run()
+    assert many == one_by_one
+    import sqlite3
+
+    with sqlite3.connect(cache) as db:
+        assert db.execute("SELECT COUNT(*) FROM counts").fetchone()[0] == 5
+        db.execute("UPDATE counts SET tokens = tokens + 1")
+    again, _ = run()
+    assert again == many + 6  # five distinct long texts, one of them twice, each read from the disk
