@@ -495,3 +495,26 @@ def test_the_statistics_workers_end_when_a_killed_export_does(tmp_path):
     for worker in alive:
         os.kill(worker, signal.SIGKILL)
     assert not alive, f"statistics workers {sorted(alive)} outlived their killed export"
+
+
+def test_an_export_read_on_every_core_is_byte_identical_to_one_read_in_one_process(validated, tmp_path, monkeypatch):
+    """Rows, shards, card (its statistics measured, no cache) and copies: the same bytes whether
+    worker processes read the file in many ranges or this process reads it alone."""
+    from fcbench.stats import validated_file
+
+    monkeypatch.setenv("FCBENCH_STATS_CACHE", "off")
+    monkeypatch.setattr(validated_file, "CHUNK_BYTES", 16 * 1024)  # many ranges from 87 samples
+
+    def files(build: Path) -> dict[str, bytes]:
+        return {str(path.relative_to(build)): path.read_bytes() for path in sorted(build.rglob("*")) if path.is_file()
+                and path.name != "export.summary.json"}
+
+    _export(validated, tmp_path / "parallel", formats=["parquet", "fcbench", "bfcl"])
+    monkeypatch.setattr(validated_file, "default_workers", lambda: 1)
+    _export(validated, tmp_path / "alone", formats=["parquet", "fcbench", "bfcl"])
+    parallel, alone = files(tmp_path / "parallel"), files(tmp_path / "alone")
+    assert parallel == alone and any(name.startswith("export/data/") for name in parallel)
+    summaries = [json.loads((tmp_path / run / "export.summary.json").read_text()) for run in ("parallel", "alone")]
+    for summary in summaries:  # the summaries name their own folders; the rest is the same
+        summary.pop("outputs")
+    assert summaries[0] == summaries[1]
