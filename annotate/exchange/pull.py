@@ -12,6 +12,7 @@ the task. Other submitted annotations of the same task are compared with it for 
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field, replace
 from itertools import combinations
@@ -20,6 +21,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from annotate.review.agreement import ACCEPT, REJECT, PairAgreement, UnitAgreement
 from annotate.review.checks import CheckOutcome, check_correction
+from annotate.review.size import size_problems
 from annotate.studio.client import Connection, ServerError, server_errors
 from annotate.exchange.export_stream import ExportTasks, SpooledExport
 from annotate.tasks.problems import NOT_ERRORS, Problem, ProblemCode
@@ -30,7 +32,7 @@ from annotate.tasks.single import (Correction, JuniorAnswer, SeniorAnswer, ToolC
 from annotate.studio.team import ASSIGNED_FIELD, ASSIGNED_IDS_FIELD, OVERLAP_FIELD
 from fcbench.environments import Environment
 from fcbench.runtime.progress import StageProgress
-from fcbench.sample import Sample
+from fcbench.sample import Sample, sample_to_dict
 
 EXPORT_TIMEOUT_S = 600.0
 
@@ -167,8 +169,8 @@ def open_task(task: dict[str, Any], data: dict[str, Any], users: dict[int, str],
               what: str = "draft") -> tuple[TaskOutcome, Sample | None, list[AnnotationInfo]]:
     """What every kind of task starts with: its submitted annotations (latest first) and the draft
     it was made from. Without the draft the outcome is already decided: pending (no annotation),
-    cancelled (every annotation skipped) or rejected (no draft in the task data, or one that cannot
-    be rebuilt)."""
+    cancelled (every annotation skipped) or rejected (an annotation past its size limit, no draft in
+    the task data, or one that cannot be rebuilt)."""
     outcome = TaskOutcome(int(task["id"]), data.get("sample_id"), "pending", data)
     annotations = annotations_of(task, users)
     submitted = _latest_first([info for info in annotations if not info.was_cancelled])
@@ -180,6 +182,15 @@ def open_task(task: dict[str, Any], data: dict[str, Any], users: dict[int, str],
         outcome.problems = [Problem(ProblemCode.CANCELLED, "the annotator skipped the task")]
         return outcome, None, submitted
     outcome.annotation = submitted[0]  # until a gold annotation is chosen
+    oversized = [(info, problem) for info in submitted for problem in size_problems(info.result)]
+    if oversized:  # never gold, and never parsed further (annotate/review/size.py)
+        outcome.status = "rejected"
+        outcome.annotation = oversized[0][0]
+        several = len(submitted) > 1
+        outcome.problems = [problem if not several else
+                            Problem(problem.code, f"annotation {info.annotation_id} by {info.annotator}: {problem.message}")
+                            for info, problem in oversized]
+        return outcome, None, submitted
     try:
         draft = draft_of(data, catalog)
     except ValueError as exc:  # DraftUnavailable, or a draft that is not a valid sample
@@ -346,3 +357,47 @@ def download_snapshot(connection: Connection, client: Any, project_id: int,
 def user_emails(connection: Connection, client: Any) -> dict[int, str]:
     with server_errors(connection, "listing users"):
         return {int(user.id): user.email or user.username or f"user {user.id}" for user in client.users.list()}
+
+
+# ------------------------------------------------------------------- one draft, several tasks
+def _gold_content(sample: Sample) -> str:
+    """What makes two gold samples the same gold: everything but where they came from."""
+    record = sample_to_dict(sample)
+    record.pop("provenance", None)
+    record.pop("meta", None)
+    return json.dumps(record, sort_keys=True, ensure_ascii=False)
+
+
+def refuse_conflicting_gold(outcomes: Sequence[TaskOutcome], what: str = "draft") -> tuple[set[str], list[str]]:
+    """Two tasks of one draft (a draft imported twice, two projects in one export) whose gold
+    differs: each becomes a reject (`conflicting_gold`) naming the other tasks, and neither is
+    kept, nor an earlier template of that draft (the pull cannot tell which is right; a lead keeps
+    one task and pulls again). Tasks that agree stay gold (the latest is kept) and are mentioned.
+    Returns the sample ids whose gold was refused, and the messages for the pull's report."""
+    by_sample: dict[str, list[TaskOutcome]] = {}
+    for outcome in outcomes:
+        if outcome.status == "gold" and outcome.sample is not None and outcome.sample_id is not None:
+            by_sample.setdefault(outcome.sample_id, []).append(outcome)
+    refused: set[str] = set()
+    messages: list[str] = []
+    for sample_id, golds in by_sample.items():
+        tasks = sorted({outcome.task_id for outcome in golds})
+        if len(tasks) < 2:
+            continue
+        named = ", ".join(f"task {outcome.task_id}" + (f" (annotation {outcome.annotation.annotation_id} by "
+                                                        f"{outcome.annotation.annotator})" if outcome.annotation else "")
+                          for outcome in golds)
+        if len({_gold_content(outcome.sample) for outcome in golds if outcome.sample is not None}) == 1:
+            messages.append(f"{what} {sample_id}: {named} give the same gold; it is kept once")
+            continue
+        refused.add(sample_id)
+        messages.append(f"{what} {sample_id}: {named} give different gold; none is kept")
+        for outcome in golds:
+            others = ", ".join(f"task {task}" for task in tasks if task != outcome.task_id)
+            outcome.status = "rejected"
+            outcome.problems = [Problem(ProblemCode.CONFLICTING_GOLD,
+                                        f"{what} {sample_id} has different gold in this task and in {others}: none is "
+                                        "kept; keep the right one (delete the other task, or its annotation) and pull again")]
+            outcome.sample = None
+            outcome.diff = None
+    return refused, messages

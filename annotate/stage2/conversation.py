@@ -23,7 +23,7 @@ from annotate.tasks.conversation import (CONVERSATION_KIND, ConversationAnswer, 
                                          conversation_qa, conversation_task)
 from annotate.exchange.files import sample_lines, write_lines
 from annotate.tasks.problems import Problem, ProblemCode
-from annotate.exchange.pull import TaskOutcome, open_task, with_provenance
+from annotate.exchange.pull import TaskOutcome, open_task, refuse_conflicting_gold, with_provenance
 from annotate.exchange.shared import (SHOWN_CONVERSATION, PullReport, annotation_catalog, fetch_tasks, pipeline_environment,
                               read_canonical, refuse_stale_drafts, send_back_to_annotators)
 from annotate.exchange.push import PushSummary, push_tasks
@@ -143,6 +143,7 @@ def _process(task: dict[str, Any], data: dict[str, Any], environment: Callable[[
 def write_outputs(build_dir: Path, outcomes: Sequence[TaskOutcome], source: str) -> PullReport:
     """templates.jsonl (this pull's gold, then earlier gold this pull has none for), the rejects
     with the raw annotation, and the summary."""
+    refused, conflicts = refuse_conflicting_gold(outcomes, what="conversation")
     latest: dict[str, TaskOutcome] = {}
     for outcome in outcomes:
         if outcome.status == "gold" and outcome.sample_id is not None:
@@ -151,9 +152,9 @@ def write_outputs(build_dir: Path, outcomes: Sequence[TaskOutcome], source: str)
             if current is None or (updated or "") > ((current.annotation.updated_at if current.annotation else "") or ""):
                 latest[outcome.sample_id] = outcome
     withdrawn = {outcome.sample_id for outcome in outcomes
-                 if any(problem.code is ProblemCode.REJECTED_BY_ANNOTATOR for problem in outcome.problems)}
+                 if any(problem.code is ProblemCode.REJECTED_BY_ANNOTATOR for problem in outcome.problems)} | refused
     templates = [outcome.sample for outcome in latest.values() if outcome.sample is not None]
-    messages = []
+    messages = list(conflicts)
     for sample in _previous(build_dir / TEMPLATES):
         if sample.id not in latest and sample.id not in withdrawn:
             templates.append(sample)

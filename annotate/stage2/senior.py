@@ -27,7 +27,7 @@ from annotate.tasks.forms import FormLayout, form_xml, formable_tools, slots_for
 from annotate.studio.label_configs import SENIOR
 from annotate.exchange.files import sample_lines, write_lines
 from annotate.tasks.problems import ProblemCode
-from annotate.exchange.pull import (TaskOutcome, senior_builder)
+from annotate.exchange.pull import TaskOutcome, refuse_conflicting_gold, senior_builder
 from annotate.exchange.push import PushSummary, push_tasks
 from annotate.review.qa import summarise
 from annotate.tasks.select import DraftSummary, draft_summary, select_summaries
@@ -203,10 +203,12 @@ def _iter_previous(path: Path) -> Iterator[Sample]:
         yield from (item for item in read_samples(path, "fcbench") if isinstance(item, Sample))
 
 
-def merge_templates(outcomes: Sequence[TaskOutcome], previous: Iterable[Sample]) -> tuple[list[Sample], list[str]]:
+def merge_templates(outcomes: Sequence[TaskOutcome], previous: Iterable[Sample],
+                    refused: set[str] = frozenset()) -> tuple[list[Sample], list[str]]:  # type: ignore[assignment]
     """This pull's gold samples (the latest annotation per sample id), then every earlier template
     this pull has no gold for (its task deleted, or reopened and not fixed yet), unless the
-    annotator has since rejected the draft."""
+    annotator has since rejected the draft or its tasks now disagree (`refused`: see
+    annotate.exchange.pull.refuse_conflicting_gold)."""
     latest: dict[str, TaskOutcome] = {}
     for outcome in outcomes:
         if outcome.status == "gold" and outcome.sample_id is not None:
@@ -215,7 +217,7 @@ def merge_templates(outcomes: Sequence[TaskOutcome], previous: Iterable[Sample])
                 latest[outcome.sample_id] = outcome
     present_tasks = {outcome.task_id for outcome in outcomes}
     withdrawn = {outcome.sample_id for outcome in outcomes
-                 if any(problem.code is ProblemCode.REJECTED_BY_ANNOTATOR for problem in outcome.problems)}
+                 if any(problem.code is ProblemCode.REJECTED_BY_ANNOTATOR for problem in outcome.problems)} | set(refused)
     templates = [outcome.sample for outcome in outcomes
                  if outcome.sample is not None and latest.get(outcome.sample_id or "") is outcome]
     messages = []
@@ -237,8 +239,10 @@ def _updated(outcome: TaskOutcome) -> str:
 
 
 def write_pull_outputs(files: Stage2Files, outcomes: Sequence[TaskOutcome], source: str) -> PullReport:
+    refused, conflicts = refuse_conflicting_gold(outcomes)
     # the previous templates are streamed: only those this pull has no gold for are kept
-    templates, messages = merge_templates(outcomes, _iter_previous(files.templates))
+    templates, messages = merge_templates(outcomes, _iter_previous(files.templates), refused)
+    messages = conflicts + messages
     rejects = [outcome.reject_row() for outcome in outcomes if outcome.status in ("rejected", "cancelled")]
     report = PullReport(source, messages=messages)
     statuses = Counter(outcome.status for outcome in outcomes)

@@ -19,7 +19,7 @@ from pathlib import Path
 from annotate.studio.client import Connection, open_client, resolve_connection
 from annotate.studio.label_configs import JUNIOR
 from annotate.exchange.files import sample_lines, write_lines
-from annotate.exchange.pull import junior_builder
+from annotate.exchange.pull import junior_builder, refuse_conflicting_gold
 from annotate.exchange.push import PushSummary, push_tasks
 from annotate.exchange.shared import (PullReport, check_tasks, fetch_tasks, annotation_catalog, read_canonical,
                              send_back_to_annotators)
@@ -92,10 +92,11 @@ def run_junior_pull(pipeline: PipelineConfig, from_export: Path | None = None, s
     fetched = fetch_tasks(junior_project_title(pipeline), from_export, connection)
     outcomes = check_tasks(pipeline, fetched, JUNIOR_KIND, junior_builder, "stage3")
     source = fetched.source
+    _, conflicts = refuse_conflicting_gold(outcomes, what="candidate")  # two fills of one candidate that differ
     filled = {outcome.sample_id: outcome.sample for outcome in outcomes if outcome.sample is not None}
     replaced = write_filled_candidates(files.candidates, files.filled, filled)
     statuses = Counter(outcome.status for outcome in outcomes)
-    report = PullReport(source)
+    report = PullReport(source, messages=conflicts)
     report.counts = {"tasks": len(outcomes), "filled": statuses["gold"], "rejected": statuses["rejected"],
                      "cancelled": statuses["cancelled"], "pending": statuses["pending"], "candidates_updated": replaced}
     report.reasons = dict(sorted(Counter(p.code.value for outcome in outcomes for p in outcome.problems).items()))
@@ -104,7 +105,8 @@ def run_junior_pull(pipeline: PipelineConfig, from_export: Path | None = None, s
                        for outcome in outcomes if outcome.status == "rejected"]
     write_json_lines(files.rejects, [outcome.reject_row() for outcome in outcomes
                                      if outcome.status in ("rejected", "cancelled")])
-    write_json(files.summary, {"source": source, "counts": report.counts, "reasons": report.reasons}, indent=2)
+    write_json(files.summary, {"source": source, "counts": report.counts, "reasons": report.reasons,
+                               "messages": conflicts}, indent=2)
     report.outputs = {"candidates": str(files.filled), "rejects": str(files.rejects), "summary": str(files.summary)}
     if send_back:
         send_back_to_annotators(fetched, outcomes, report)

@@ -30,6 +30,8 @@ class ProblemCode(str, Enum):
     STALE_DRAFT = "stale_draft"  # the task's draft is not the current drafts.jsonl's (another stage1 run)
     BAD_FORM = "bad_form"  # a call form that cannot be read (no label, bad step number, a value not of its type)
     CONFLICTING_EDITS = "conflicting_edits"  # the forms and the raw JSON were both changed and disagree
+    ANNOTATION_TOO_LARGE = "annotation_too_large"  # a text past its size limit (annotate/review/size.py)
+    CONFLICTING_GOLD = "conflicting_gold"  # two tasks of one draft give different gold: neither is kept
     # conversations (annotate/tasks/conversation.py)
     EMPTY_CONVERSATION = "empty_conversation"  # every turn deleted, or no user turn
     NO_DIALOG_ACT = "no_dialog_act"  # an agent turn tagged with no dialog act
@@ -41,7 +43,8 @@ class ProblemCode(str, Enum):
 
 # Codes that are the annotator's own decision or a skip: never sent back, never "fixed".
 NOT_ERRORS = frozenset({ProblemCode.CANCELLED, ProblemCode.REJECTED_BY_ANNOTATOR, ProblemCode.MISSING_DRAFT,
-                        ProblemCode.MALFORMED_TASK, ProblemCode.STALE_DRAFT})
+                        ProblemCode.MALFORMED_TASK, ProblemCode.STALE_DRAFT,
+                        ProblemCode.CONFLICTING_GOLD})  # (a lead's call: which task is right)
 
 
 @dataclass(frozen=True)
