@@ -32,12 +32,12 @@ receiver that is down or slow loses nothing: `pull` reads every annotation anywa
 (the live result is only a preview of pull's verdict, stale drafts refused as pull refuses them),
 and a receiver that starts queues the tasks with more annotations than checks.
 
-Sending a task back to its annotator (Label Studio's open-source queue has no "rework" state): the
-receiver adds an empty skipped annotation by that annotator (a marker, listed in the task data;
-`pull` ignores a skip when a submitted annotation exists), raises the task's overlap so the task is
-no longer complete, and sets the project to requeue skipped tasks to the same annotator. The
-task then comes back at the end of that annotator's "Label All Tasks" queue and is locked for
-everyone else; once their latest annotation passes, the marker is deleted and the overlap restored.
+Sending a task back to its annotator (Label Studio's open-source queue has no "rework" state,
+annotate/studio/rework.py): the annotator's last annotation becomes a postponed draft of theirs, so
+the task comes back at the end of their "Label All Tasks" queue and opens, from the queue or the
+task list, on their own work with the checks' note above it; an empty skip by them, listed after
+their annotation, keeps it from everyone else. Once their latest annotation passes, the overlap is
+restored and what was added is deleted.
 """
 
 from __future__ import annotations
@@ -60,7 +60,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from annotate.studio.client import Connection, open_client
-from annotate.studio.rework import REWORK_MARKERS_FIELD, real_annotations, server_task, sync_rework
+from annotate.studio.rework import (REWORK_MARKERS_FIELD, AsUser, annotator_sessions, real_annotations, server_task,
+                                   sync_rework)
 from annotate.exchange.push import find_project, list_tasks
 from annotate.review.live_check import (ACTIONS, LIVE_CHECKS_FIELD, BadEvent, LiveCheck, annotation_key,
                                  check_from_outcome, parse_event, stored_checks, task_view)
@@ -109,10 +110,13 @@ class CheckRound:
 class LiveChecker:
     """Checks one task's annotations against the server and writes the result back."""
 
-    def __init__(self, pipeline: PipelineConfig, connection: Connection, client: Any = None) -> None:
+    def __init__(self, pipeline: PipelineConfig, connection: Connection, client: Any = None,
+                 as_user: AsUser | None = None, studio: StudioConfig | None = None) -> None:
         self.pipeline = pipeline
         self.connection = connection
         self.client = client or open_client(connection)
+        # who a sent-back task's draft can be made as (annotate.studio.rework)
+        self.as_user = as_user or annotator_sessions(connection, self.client, studio)
         self.catalog: ToolCatalog = annotation_catalog(pipeline)
         self._users: dict[int, str] = {}
         # With a tool catalog the environment's tools do not depend on the task: one environment
@@ -166,9 +170,9 @@ class LiveChecker:
         view = task_view(checks)
         current: dict[str, Any] = again["data"]
         new_data = {**current, **view.data_fields()}
-        change = sync_rework(self.client, again, set(view.rework_users))
+        change = sync_rework(self.client, again, view.rework_annotations, self.as_user)
         new_data[REWORK_MARKERS_FIELD] = change.markers
-        result.requeued_for, result.released_for = change.requeued_for, change.released_for
+        result.requeued_for, result.released_for = change.requeued_for + change.marked_for, change.released_for
         if new_data != current:
             self.client.tasks.update(id=str(task_id), data=new_data)
             result.written = True
@@ -608,7 +612,7 @@ def serve_receiver(studio: StudioConfig, pipeline: PipelineConfig, titles: Seque
     """Run the receiver in this process until SIGTERM/SIGINT (the background process's body)."""
     state = read_receiver_state(studio) or {}
     secret = state.get("secret") or secrets.token_urlsafe(24)
-    receiver = Receiver(LiveChecker(pipeline, connection), secret, titles, port)
+    receiver = Receiver(LiveChecker(pipeline, connection, studio=studio), secret, titles, port)
     write_private_json(state_file(studio), {"pid": os.getpid(), "url": receiver.url, "pipeline": pipeline.name,
                                             "secret": secret, "started_at": _now()})
     stop = threading.Event()

@@ -1,8 +1,9 @@
 """Driving Label Studio's labeling page in headless Chromium the way an annotator does.
 
 Used by the browser test (tests/annotate/browser/test_ls_annotator_queue.py) and by bench/annotation_ui.py:
-log in, press "Label All Tasks" (the queue, as people work), read which draft is shown, and make
-the usual corrections through the call forms or through the raw JSON fallback, then submit.
+log in, press "Label All Tasks" (the queue, as people work) or click a task in the task list, read
+which draft is shown, and make the usual corrections through the call forms or through the raw
+JSON fallback, then submit.
 Every click and key press is counted (`actions`), the figure the bench compares between the two
 ways of editing. Needs the Debian `chromium` package and `playwright` from PyPI (the `test` extra).
 """
@@ -49,6 +50,29 @@ class LabelingSession:
         started = time.monotonic()
         self.page.get_by_text("Label All Tasks").first.click(timeout=RENDER_TIMEOUT_MS)
         return self._wait_task(started)
+
+    def open_from_task_list(self, project_id: int, sample_id: str) -> str:
+        """Click the task of `sample_id` in the project's task list (the Data Manager), as an
+        annotator coming back to a task does; the sample id shown."""
+        self.page.goto(f"{self.url}/projects/{project_id}/data", wait_until="domcontentloaded")
+        started = time.monotonic()
+        row = self.page.locator("[class*=table__row-wrapper]", has_text=sample_id).first
+        row.wait_for(timeout=RENDER_TIMEOUT_MS)
+        self._click(row)
+        return self._wait_task(started)
+
+    def shows_a_skip(self) -> bool:
+        """Whether the annotation shown is a skipped one (its bottom bar offers "Cancel skip")."""
+        bar = self.page.locator(".lsf-bottombar")
+        return bar.count() > 0 and "Cancel skip" in bar.first.inner_text()
+
+    def replace_raw_path(self, text: str) -> None:
+        """Replace the whole raw JSON path (pasting a corrected path), and leave the field."""
+        area = self.page.locator(".lsf-main-view textarea[name^='path_json']")
+        self._click(area)
+        area.fill(text)
+        self.page.keyboard.press("Tab")
+        self.actions += 2  # the paste and leaving the field
 
     def open_task(self, project_id: int, task_id: int) -> str:
         self.page.goto(f"{self.url}/projects/{project_id}/data?tab=1&task={task_id}", wait_until="domcontentloaded")

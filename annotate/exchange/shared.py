@@ -17,7 +17,7 @@ from annotate.exchange.export_stream import ExportTasks
 from annotate.exchange.pull import TaskOutcome, download_snapshot, process_tasks, user_emails
 from annotate.exchange.push import find_project, update_task_data
 from annotate.review.live_check import verdict_of
-from annotate.studio.rework import REWORK_MARKERS_FIELD, markers_of, server_task, sync_rework
+from annotate.studio.rework import REWORK_MARKERS_FIELD, annotator_sessions, markers_of, server_task, sync_rework
 from annotate.tasks.single import ANNOTATOR_FIELD, REWORK_FIELD, VERDICT_FIELD, ToolCatalog, draft_of
 from fcbench.config import PipelineConfig
 from fcbench.stage import pipeline_catalog
@@ -193,7 +193,10 @@ def send_back_to_annotators(fetched: FetchedTasks, outcomes: Sequence[TaskOutcom
     """Show each failing annotation's problems to its annotator (pulling from a file still needs the server)."""
     connection = fetched.connection or resolve_connection()
     client = fetched.client or open_client(connection)
-    report.counts["sent_back"], report.counts["feedback_cleared"] = send_back_feedback(connection, client, outcomes)
+    sent = send_back_feedback(connection, client, outcomes)
+    report.counts["sent_back"], report.counts["feedback_cleared"] = sent.sent, sent.cleared
+    report.messages += [f"task {task_id}: sent back through the task list only (no API token here for "
+                        f"{annotator} to put it back in their Label All Tasks queue)" for task_id, annotator in sent.list_only]
 
 
 def existing_project_id(connection: Connection, client: Any, title: str) -> int:
@@ -221,13 +224,21 @@ def iter_drafts_in_tasks(tasks: Iterable[Any], catalog: ToolCatalog | None = Non
             yield draft
 
 
-def send_back_feedback(connection: Connection, client: Any, outcomes: Sequence[TaskOutcome]) -> tuple[int, int]:
+@dataclass
+class SentBack:
+    sent: int = 0
+    cleared: int = 0
+    list_only: list[tuple[int, str]] = field(default_factory=list)  # (task, annotator) not requeued
+
+
+def send_back_feedback(connection: Connection, client: Any, outcomes: Sequence[TaskOutcome]) -> SentBack:
     """Show each failing task's problems at the top of its labeling page (the open-source server has
     no comments or review API, both answer 404: the task data's `feedback_html` is what the config
     displays), clear the note on tasks with nothing left to fix, fill the verdict and rework columns
-    of the task list, and send each task that needs fixing back to the queue of the annotator who
-    submitted it (`annotate.studio.rework`; released once it passes). Returns (sent back, cleared)."""
-    sent = cleared = 0
+    of the task list, and send each task that needs fixing back to the annotator who submitted it,
+    opening on their own last annotation (`annotate.studio.rework`; released once it passes)."""
+    done = SentBack()
+    as_user = annotator_sessions(connection, client)
     with server_errors(connection, "sending tasks back"):
         for outcome in outcomes:
             data = dict(outcome.task_data)
@@ -235,20 +246,24 @@ def send_back_feedback(connection: Connection, client: Any, outcomes: Sequence[T
                 when = outcome.annotation.updated_at if outcome.annotation else ""
                 data["feedback_html"] = render.feedback_html([problem.message for problem in outcome.problems
                                                               if problem.code is not ProblemCode.CANCELLED], when or "")
-                sent += 1
+                done.sent += 1
             elif data.get("feedback_html"):  # passes now, or the annotator rejected or skipped it
                 data["feedback_html"] = ""
-                cleared += 1
+                done.cleared += 1
             data.update(_list_columns(outcome))
-            rework_users = ({outcome.annotation.user_id} if outcome.needs_fixing and outcome.annotation is not None
-                            and outcome.annotation.user_id is not None else set())
-            if rework_users or markers_of(data):
+            annotation = outcome.annotation
+            rework = ({annotation.user_id: annotation.annotation_id} if outcome.needs_fixing and annotation is not None
+                      and annotation.user_id is not None and annotation.annotation_id is not None else {})
+            if rework or markers_of(data):
                 task = server_task(client, outcome.task_id)
                 if task is not None:
-                    data[REWORK_MARKERS_FIELD] = sync_rework(client, task, rework_users).markers
+                    change = sync_rework(client, task, rework, as_user)
+                    data[REWORK_MARKERS_FIELD] = change.markers
+                    if change.marked_for and annotation is not None:
+                        done.list_only.append((outcome.task_id, annotation.annotator))
             if data != outcome.task_data:
                 update_task_data(client, outcome.task_id, data)
-    return sent, cleared
+    return done
 
 
 def _list_columns(outcome: TaskOutcome) -> dict[str, str]:

@@ -174,6 +174,7 @@ class TaskView:
     rework: str = ""  # "yes" while some annotator's latest submission needs fixing
     annotator: str = ""
     rework_users: list[int] = field(default_factory=list)  # who must fix their annotation
+    rework_annotations: dict[int, int] = field(default_factory=dict)  # user id -> their annotation to fix
 
     def data_fields(self) -> dict[str, Any]:
         return {LIVE_CHECKS_FIELD: {str(check.annotation_id): check.as_dict() for check in self.checks},
@@ -198,6 +199,7 @@ def task_view(checks: Sequence[LiveCheck]) -> TaskView:
     view.rework = "yes" if failing else "no"
     view.annotator = ", ".join(check.annotator for check in latest)
     view.rework_users = [check.user_id for check in failing if check.user_id is not None]
+    view.rework_annotations = {check.user_id: check.annotation_id for check in failing if check.user_id is not None}
     view.feedback_html = feedback_for(failing, several=len(latest) > 1)
     return view
 

@@ -53,6 +53,7 @@ from fcbench.formats import Rejected, read_samples
 from fcbench.jsonl import (JsonListSpool, check_bad_share, dumps_line, parse_json_line, write_json_lines,
                            write_json_with_list, write_text_lines)
 from fcbench.runtime.progress import StageProgress
+from fcbench.runtime.output_guard import refuse_overwriting
 from fcbench.sample import Sample, sample_to_dict
 from fcbench.stats.tokens import ENCODING, request_tokens
 from fcbench.score.complexeval import (
@@ -538,10 +539,13 @@ def evaluate(config: LLMConfig, build_dir: Path, *, split: str = DEFAULT_SPLIT, 
     memory does not grow with the number of samples; every pass counts through `StageProgress`,
     which stops the run past the memory ceiling (`fcbench.runtime.memory`)."""
     benchmark = BenchmarkInput(build_dir, split, input_file, limit)
+    paths = EvalPaths.for_model(build_dir, config.model)
+    if input_file is not None:  # the run's own files are rewritten as it goes: never its input
+        refuse_overwriting("evaluate", {"--input": input_file},
+                           {path.name: path for path in (paths.trajectories, paths.scores, paths.rejects)})
     label = f"evaluate {config.model}"
     with StageProgress(f"{label}: reading", None) as reading:
         index = benchmark.index(reading)
-    paths = EvalPaths.for_model(build_dir, config.model)
     created = not paths.model_dir.exists()
     paths.model_dir.mkdir(parents=True, exist_ok=True)
     try:

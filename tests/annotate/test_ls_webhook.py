@@ -249,7 +249,8 @@ def test_webhook_checks_like_pull_sends_broken_work_back_and_loses_nothing(studi
 
 def test_a_sent_back_task_comes_back_in_label_all_tasks_and_is_released_once_fixed(studio, drafts, tmp_path) -> None:
     """The annotator's side in the real UI (headless Chromium): after `pull --send-back`, "Label All
-    Tasks" serves the sent-back task again with the problem on top; submitting it fixed completes it."""
+    Tasks" serves the sent-back task again, opening on the annotator's own broken annotation with
+    the problem on top; repaired there and submitted, it completes."""
     from playwright.sync_api import sync_playwright
 
     from annotate.browser.screenshot import CHROMIUM, CHROMIUM_ARGS, EDITOR_SELECTOR
@@ -280,7 +281,10 @@ def test_a_sent_back_task_comes_back_in_label_all_tasks_and_is_released_once_fix
             shown = page.inner_text(EDITOR_SELECTOR)
             assert "Sent back by the checks" in shown and "Expecting value at line 1 column 30" in shown
             assert "hotels-paris" in shown
-            page.get_by_text("accept").first.click()  # the draft as shown is right after all
+            path = page.locator(f"{EDITOR_SELECTOR} textarea[name^='path_json']")
+            assert path.input_value() == '[[{"label": "var_1", "name": }]]'  # their own work, not the draft
+            path.fill(task.data["path_json"])  # repaired: the draft's path was right after all
+            page.keyboard.press("Tab")
             page.get_by_test_id("bottombar-submit-button").click()
             resubmitted, _ = _wait(lambda: len(_task(studio, task.id)["annotations"]) == 3)
             assert resubmitted  # the broken annotation, the marker, and the new one: nothing lost
@@ -291,3 +295,4 @@ def test_a_sent_back_task_comes_back_in_label_all_tasks_and_is_released_once_fix
     after = _task(studio, task.id)
     assert after["is_labeled"] is True and after["data"]["rework"] == "no" and after["data"]["feedback_html"] == ""
     assert len(after["annotations"]) == 2 and broken.id in {item["id"] for item in after["annotations"]}
+    assert after["drafts"] == [] and after["data"]["rework_markers"] == {}  # what the send-back added is gone

@@ -1,12 +1,16 @@
-"""An annotator's session in the real Label Studio UI (headless Chromium), through "Label All Tasks".
+"""An annotator's session in the real Label Studio UI (headless Chromium), through "Label All Tasks"
+and through the task list.
 
-The way people work: press "Label All Tasks" and take the tasks as the queue serves them, not
-opened one by one from the list. Each draft must arrive pre-filled (the query, the call forms and
-the raw JSON), so the annotator accepts one as shown, fixes one argument in a call form, deletes one
-ambiguous response entry and picks two references, types a note without pressing "Add", and makes
-one broken edit that the webhook (h4's receiver, `studio webhook`) flags within seconds and sends
-back to the queue, where it is fixed; `stage2 pull` then turns the four tasks into gold. One server
-start (the session fixture), four tasks; and one task with 500 kB of responses.
+The way people work: press "Label All Tasks" and take the tasks as the queue serves them. Each
+draft must arrive pre-filled (the query, the call forms and the raw JSON), so the annotator accepts
+one as shown, fixes one argument in a call form, deletes one ambiguous response entry and picks two
+references, types a note without pressing "Add", and makes one broken edit that the webhook (the
+receiver of `studio webhook`) flags and sends back: the queue serves it again, opening on the
+annotator's own broken edit and note with the checks' note above it, and it is fixed there;
+`stage2 pull` then turns the four tasks into gold. A task sent back by `pull --send-back` and opened
+from the task list opens the same way (their own last annotation, never an empty skip in front of
+it), is repaired there and becomes gold on the next pull. One server start (the session fixture);
+and one task with 500 kB of responses.
 """
 
 from __future__ import annotations
@@ -24,13 +28,14 @@ from annotate.review.live_check import annotation_key
 from annotate.exchange.push import list_tasks
 from annotate.stage2.senior import run_stage2_pull, run_stage2_push
 from annotate.studio.server import read_credentials
-from annotate.tasks.single import format_path_json
+from annotate.tasks.single import choices_result, format_path_json, textarea_result
 from fcbench.cli import app
 from ls_fixtures import drafts, studio, travel_environment, travel_tools  # noqa: F401  (fixtures)
 from ls_helpers import read_lines, write_drafts, write_pipeline
 
 QUEUE = ["two-cities", "hotels-paris", "airports-sydney", "hotels-rome-wrong"]
 NOTE = "Champs-Elysees dropped; Montmartre is the district meant"
+BROKEN_NOTE = "Tokyo's locations come from the first search"  # typed with the broken edit
 # The webhook flags a broken edit within seconds; the test waits for the flag up to this long and
 # asserts that it came (a webhook that flags only at the next pull never does), never how fast:
 # the latency is printed, and measured in bench/webhook_latency.py.
@@ -59,21 +64,25 @@ class QueueSession:
         self.shown: dict[str, dict[str, str]] = {}
         self.flagged_after: tuple[float, float] | None = None
         self.sent_back_page = ""
+        self.sent_back_fields: dict[str, str] = {}
+        self.sent_back_skip_shown = True
 
     def work_through(self, ui, sample_id: str | None) -> None:
         while sample_id is not None:
             print(f"queue serves {sample_id}")
             if sample_id == "two-cities" and self.flagged_after is not None:  # back after the webhook flagged it
                 self.sent_back_page = ui.page.inner_text(".lsf-main-view")
+                self.sent_back_fields = ui.field_values()  # what it opens on: their own broken edit
+                self.sent_back_skip_shown = ui.shows_a_skip()
                 ui.page.screenshot(path=str(self.folder / "sent-back.png"))
-                ui.choose_verdict("fix")
-                ui.set_form_argument(2, "query", "Tokyo")  # the fix
+                ui.set_form_argument(2, "query", "Tokyo")  # the fix, made on their own work
                 sample_id = ui.submit()
                 continue
             self.shown[sample_id] = ui.field_values()
             if sample_id == "two-cities":  # a broken edit through the form: a reference to no call
                 ui.choose_verdict("fix")
                 ui.set_form_argument(2, "query", "$var_9.data[0].name$")
+                ui.type_note(BROKEN_NOTE)
                 pressed = ui.press_submit()
                 self.flagged_after = self.wait_for_check("two-cities")  # counted from pressing Submit
                 sample_id = ui.wait_next(pressed)
@@ -128,9 +137,12 @@ def test_annotator_corrects_drafts_through_the_queue_and_pull_makes_gold(studio,
         runner.invoke(app, [*hook, "--stop"])
     shown, flagged_after, sent_back_page = session.shown, session.flagged_after, session.sent_back_page
 
-    # a broken edit is flagged on its task within seconds, and comes back in the queue, marked
+    # a broken edit is flagged on its task, and comes back in the queue opening on the annotator's
+    # own work (their broken argument and their note), the checks' note above it, no skip in front
     assert flagged_after is not None, "the broken edit was never flagged"
     assert "Sent back" in sent_back_page and "var_9" in sent_back_page
+    assert session.sent_back_fields["c2__query"] == "$var_9.data[0].name$"
+    assert session.sent_back_fields["notes"] == BROKEN_NOTE and not session.sent_back_skip_shown
     # the queue served every task, each pre-filled from its draft (one model version for both)
     assert sorted(shown) == sorted(QUEUE)
     for sample_id, fields in shown.items():
@@ -156,8 +168,9 @@ def test_annotator_corrects_drafts_through_the_queue_and_pull_makes_gold(studio,
     assert rome[0][0]["response"]["data"][0]["city_name"] == "Rome"
     assert rome[1][0]["arguments"]["dest_id"] == "$var_1.data[0].dest_id$"
     assert rome[1][0]["response"]["data"]["destination"]["name"] == "Rome"
-    # fixed after the send-back: the second annotation is the gold
+    # fixed after the send-back: the second annotation is the gold (made from their own work: the note came along)
     assert [c["arguments"]["query"] for c in gold["two-cities"]["calls"][0]] == ["Sydney", "Tokyo"]
+    assert gold["two-cities"]["meta"]["label_studio"]["notes"] == BROKEN_NOTE
     # the ticked entry is gone from the response, the others stay; the picked references are the
     # arguments, and the call re-executed with them
     paris = gold["hotels-paris"]["calls"]
@@ -209,3 +222,59 @@ def test_a_task_with_500_kb_of_responses_opens_folded_and_searchable(studio, dra
         ui.choose_verdict("accept")  # still usable: the controls answer
         assert page.locator(".lsf-main-view input[type=radio][name='accept']").is_checked()
         assert ui.field_values()["c2__dest_id"] == "$var_1.data[0].dest_id$"
+
+
+def test_a_sent_back_task_opened_from_the_task_list_shows_the_annotators_work_and_repaired_there_becomes_gold(
+        studio, drafts, tmp_path) -> None:  # noqa: F811
+    """`pull --send-back` flags an annotation; the annotator finds the task in the task list and
+    opens it: their own last annotation (their broken path, their note) with the checks' note above
+    it, no empty skip in front of it; they repair the path there and submit; the next pull makes
+    it gold, and what the send-back added (the marker, the draft) is gone."""
+    pipeline = write_pipeline(tmp_path, name="listed")
+    draft = drafts["hotels-rome-wrong"]
+    write_drafts(pipeline, [draft])
+    pushed = run_stage2_push(pipeline, studio.connection)
+    task = list_tasks(studio.client, pushed.project_id)[0]
+    good = task.data["path_json"].replace('"Paris"', '"Rome"')
+    broken = task.data["path_json"].replace('"Paris"', '"$var_9.data[0].name$"')  # a reference to no call
+    result = [dict(region) for region in studio.client.predictions.list(task=task.id)[0].result]
+    result = [textarea_result("path_json", "draft", broken) if region["from_name"] == "path_json" else region
+              for region in result]
+    result += [choices_result("verdict", "draft", ["fix"]), textarea_result("notes", "draft", NOTE)]
+    first = studio.client.annotations.create(id=task.id, result=result, lead_time=4.0)
+    sent = run_stage2_pull(pipeline, send_back=True, connection=studio.connection)
+    assert sent.counts["sent_back"] == 1 and sent.counts["gold"] == 0
+    credentials = read_credentials(studio.config)
+    with contextmanager(browser_session)(studio.connection.url, credentials.username, credentials.password) as ui:
+        assert ui.open_from_task_list(pushed.project_id, "hotels-rome-wrong") == "hotels-rome-wrong"
+        shown = ui.page.inner_text(".lsf-main-view")
+        assert "Sent back by the checks" in shown and "var_9" in shown
+        assert ui.text_area("path_json") == broken and ui.field_values()["notes"] == NOTE  # their own work
+        assert not ui.shows_a_skip()
+        ui.page.screenshot(path=str(tmp_path / "sent-back-from-list.png"))
+        ui.replace_raw_path(good)  # repaired there
+        ui.press_submit()
+        submitted, _ = _wait(lambda: _submitted(studio, task.id) == 2)
+        assert submitted, "the repaired annotation never reached the server"
+    fixed = run_stage2_pull(pipeline, send_back=True, connection=studio.connection)
+    assert fixed.counts["gold"] == 1 and fixed.counts["feedback_cleared"] == 1, fixed.failures
+    gold = {row["id"]: row for row in read_lines(pipeline.build_dir / "templates.jsonl")}["hotels-rome-wrong"]
+    assert gold["calls"][0][0]["arguments"] == {"query": "Rome"} and gold["meta"]["label_studio"]["notes"] == NOTE
+    after = raw_request(studio.client, "GET", f"api/tasks/{task.id}").json()
+    assert after["is_labeled"] is True and after["data"]["rework_markers"] == {} and after["drafts"] == []
+    assert [item["was_cancelled"] for item in after["annotations"]] == [False, False]  # the marker is gone
+    assert first.id in {item["id"] for item in after["annotations"]}  # their broken annotation stays: nothing lost
+
+
+def _submitted(studio, task_id: int) -> int:  # noqa: F811
+    task = raw_request(studio.client, "GET", f"api/tasks/{task_id}").json()
+    return sum(1 for item in task["annotations"] if not item.get("was_cancelled"))
+
+
+def _wait(probe, timeout: float = DEADLINE_S):
+    began = time.monotonic()
+    while True:
+        value = probe()
+        if value or time.monotonic() - began > timeout:
+            return value, time.monotonic() - began
+        time.sleep(0.2)

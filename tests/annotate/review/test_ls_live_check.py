@@ -146,16 +146,27 @@ class _Server:
 
         class HttpClient:
             def request(self, path: str, method: str = "GET", **kwargs: Any) -> _Response:
-                if method == "GET" and path == f"api/tasks/{server.task['id']}":
+                task = f"api/tasks/{server.task['id']}"
+                if method == "GET" and path == task:
                     server.reads += 1
                     server.on_read(server.reads)
                     return _Response(200, copy.deepcopy(server.task))
-                if method == "PATCH" and path == f"api/tasks/{server.task['id']}":
+                if method == "PATCH" and path == task:
                     server.task.update(kwargs["json"])
                     return _Response(200, server.task)
                 if method == "PATCH" and path == f"api/projects/{server.task['project']}":
                     server.project_settings.update(kwargs["json"])
                     return _Response(200, {})
+                if method == "POST" and path == f"{task}/annotations/":  # a marker
+                    marker = {"id": 100 + len(server.task["annotations"]), **kwargs["json"]}
+                    server.task["annotations"].append(marker)
+                    return _Response(201, marker)
+                if method == "POST" and path == f"{task}/drafts":  # a draft, as its annotator
+                    draft = {"id": 500 + len(server.drafts), "user": 1, "annotation": None, **kwargs["json"]}
+                    server.drafts.append(draft)
+                    return _Response(201, draft)
+                if method == "GET" and path == "api/current-user/whoami":
+                    return _Response(200, {"id": 1})
                 raise AssertionError(f"unexpected {method} {path}")
 
         class Wrapper:
@@ -180,11 +191,13 @@ class _Server:
                 return [User()]
 
         self.project_settings: dict[str, Any] = {}
+        self.drafts: list[dict[str, Any]] = []
         self._client_wrapper, self.tasks, self.users, self.annotations = Wrapper(), Tasks(), Users(), Annotations()
 
 
 def _annotation(annotation_id: int, path_json: str, verdict: str = "accept") -> dict[str, Any]:
     return {"id": annotation_id, "completed_by": 1, "was_cancelled": False, "updated_at": "2026-01-01T00:00:00Z",
+            "created_at": "2026-01-01T00:00:00Z",
             "lead_time": 1.0, "result": [textarea_result("query", "draft", "Which airports serve Sydney?"),
                                          textarea_result("path_json", "draft", path_json),
                                          choices_result("verdict", "draft", [verdict])]}
@@ -224,12 +237,21 @@ def test_an_annotation_edited_during_its_check_gets_no_result_until_checked_agai
     check = server.task["data"]["live_checks"]["4"]
     assert fresh.written and check["key"] == annotation_key(server.task["annotations"][0])
     assert check["verdict"] == "needs fixing" and check["codes"] == ["bad_json"]
-    # sent back to its annotator: an empty skip by them, the task incomplete, skips requeued to them
+    # sent back to its annotator: a postponed draft of theirs holding exactly what they submitted
+    # (what the task opens on), an empty skip by them dated before their annotation (never in front
+    # of it), the task incomplete, skips requeued to them
+    broken = server.task["annotations"][0]
+    (draft,) = server.drafts
+    assert draft["result"] == broken["result"] and draft["was_postponed"] is True and draft["annotation"] is None
     marker = server.task["annotations"][1]
     assert marker["was_cancelled"] is True and marker["result"] == [] and marker["completed_by"] == 1
+    assert marker["draft_created_at"] == "2025-12-31T23:59:59Z"  # a second before the annotation
     assert server.task["overlap"] == 2 and server.project_settings == {"skip_queue": "REQUEUE_FOR_ME"}
-    assert server.task["data"]["rework_markers"] == {"overlap": 1, "by_user": {"1": marker["id"]}}
+    entry = server.task["data"]["rework_markers"]["by_user"]["1"]
+    assert server.task["data"]["rework_markers"]["overlap"] == 1
+    assert (entry["marker"], entry["draft"], entry["annotation"]) == (marker["id"], draft["id"], broken["id"])
     assert checker.check_task(9).written is False  # the marker is not an annotation to check
+    assert len(server.drafts) == 1  # and nothing is made twice
 
 
 # ------------------------------------------------------------------------------- the receiver

@@ -166,3 +166,18 @@ def test_export_and_pull_refuse_an_input_they_would_replace(tmp_path):
                                  str(build / "templates.jsonl")])
     assert pulled.exit_code == 1 and "templates.jsonl" in pulled.stderr and "is the input --from-export" in pulled.stderr
     assert (build / "templates.jsonl").read_text() == "[]\n"
+
+
+def test_evaluate_refuses_an_input_it_would_rewrite(tmp_path, monkeypatch):
+    seeds = Path(__file__).resolve().parents[3] / "datasets" / "nestful-math" / "seeds.jsonl"
+    pipelines = tmp_path / "pipelines.yaml"
+    pipelines.write_text("pipelines:\n  m:\n    dataset_dir: m\n")
+    own = tmp_path / "m" / "build" / "eval" / "some-model" / "trajectories.jsonl"
+    own.parent.mkdir(parents=True)
+    own.write_text(seeds.read_text())
+    before = own.read_bytes()
+    monkeypatch.setenv("OPENAI_API_KEY", "not-used")
+    result = runner.invoke(app, ["evaluate", "m", "--file", str(pipelines), "--model", "some-model",
+                                 "--base-url", "http://127.0.0.1:9/v1", "--input", str(own)])
+    assert result.exit_code == 1 and "is the input --input" in result.stderr, result.output
+    assert own.read_bytes() == before
