@@ -37,7 +37,7 @@ from fcbench.jsonl import StagedFile, write_json
 from fcbench.runtime.output_guard import guard_output
 from fcbench.runtime.progress import StageProgress, lines_in
 from fcbench.sample import Sample, sample_to_dict
-from fcbench.checks.verdicts import FilterCategory, Verdict, comparison_of
+from fcbench.checks.verdicts import FilterCategory, Verdict, comparison_of, text_verdict
 
 
 @dataclass
@@ -85,6 +85,9 @@ def static_conversation_verdict(sample: Sample, settings: FilterConfig) -> Verdi
         if not acts or any(act not in DIALOG_ACTS for act in acts):
             return _reject(sample.id, FilterCategory.FAILED_FORMAT, "format.dialog_acts",
                            f"agent turn {number}: dialog acts {acts} (at least one of {', '.join(DIALOG_ACTS)})")
+    text = text_verdict(sample)
+    if text is not None:
+        return text
     notes = [f"ungrounded value {value}" for value in turn_grounding(sample)]
     if notes and settings.grounding == "reject":
         return _reject(sample.id, FilterCategory.FAILED_GROUNDING, "grounding.ungrounded_value", "; ".join(notes))

@@ -3,14 +3,17 @@
 Checks run cheapest first, and the first failing one decides:
 1. format: the sample reads and validates (known tools, resolvable references, unique labels), each
    call names known parameters, gives the required ones, and its literal values fit their types;
-2. grounding: every literal argument value is supported by the query or an earlier response
+2. text: the query reads as a person writes (`fcbench.checks.query_text`): no joined clauses,
+   doubled words, unfilled slots, dangling connectives, API codes, count-noun disagreement or
+   24-hour values with am/pm; a reject `text.<code>` (category failed_text) otherwise;
+3. grounding: every literal argument value is supported by the query or an earlier response
    (`fcbench.checks.grounding`); reported on the kept sample, or a reject when the pipeline says so;
-3. execution: the gold path runs in the pipeline's environment;
-4. reproduction: the run gives the recorded answer and the recorded responses (tolerance from the
+4. execution: the gold path runs in the pipeline's environment;
+5. reproduction: the run gives the recorded answer and the recorded responses (tolerance from the
    pipeline), and running it again (`repeat`) gives the same responses every time.
 
 The categories follow APIGen's table (passed, failed format, failed execution, failed reproduction),
-with grounding counted on its own line. Decisions are journaled as they are made, so a run killed
+with the query text and grounding counted on lines of their own. Decisions are journaled as they are made, so a run killed
 midway resumes where it stopped; the output files are written once, atomically, in input order, and
 a resumed run writes the same bytes as a clean one.
 """
