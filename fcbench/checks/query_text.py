@@ -124,6 +124,17 @@ _QUOTED = re.compile(r"(?<!\w)'[^'\n]+'(?!\w)|\"[^\"\n]+\"|`[^`\n]+`")
 SUMMARY_SHINGLE = 8  # words of a tool description a query may not repeat in a row
 
 
+def noun_for_count(noun: str, count: float) -> str | None:
+    """A count noun ("adult", "nights") in the number `count` takes, keeping its capital; None for a
+    word that is not one of the count nouns the lint checks."""
+    lower = noun.lower()
+    singular = lower if lower in _COUNT_NOUNS else _PLURAL_TO_SINGULAR.get(lower)
+    if singular is None:
+        return None
+    word = singular if count == 1 else _COUNT_NOUNS[singular]
+    return word[:1].upper() + word[1:] if noun[:1].isupper() else word
+
+
 # ---------------------------------------------------------------------------------------- the lint
 def query_text_problems(text: str, tools: Sequence[Tool] = ()) -> list[Problem]:
     """Every glitch of the text, in order of position. `tools`: the sample's tools, whose enum

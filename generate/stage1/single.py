@@ -244,16 +244,22 @@ def _offline_outcome(pipeline: PipelineConfig, index: int, subset: ToolSubset, t
         except PlanFailed as exc:
             failures[str(exc)] += 1
             continue
-        if proposed.query in seen_queries:
+        plan = plan_key(proposed.calls)
+        if proposed.query in seen_queries or plan in seen_queries:
             failures["the query repeats an earlier draft"] += 1
             continue
-        seen_queries.add(proposed.query)
+        seen_queries |= {proposed.query, plan}
         journeys.update(proposed.journeys)
         return _offline_sample(pipeline, index, subset, offered, proposed.query, proposed.calls, phrases_file,
                                attempt + 1, proposed.picks)
     return {"id": draft_id(pipeline, index), "reason": "stage1.no_executable_path",
             "detail": f"{MAX_ATTEMPTS} attempts; most frequent problem: {failures.most_common(1)[0][0]}",
             "goals": list(subset.goals), "sampled_tools": list(subset.tools)}
+
+
+def plan_key(calls: Sequence[Sequence[Call]]) -> str:
+    """What a draft asks for, whatever its words: two drafts with the same calls are one request."""
+    return json.dumps([[(call.name, call.arguments) for call in step] for step in calls], sort_keys=True, default=str)
 
 
 def _draft_domain(tools: Sequence[Tool], calls: Sequence[Sequence[Call]]) -> str | list[str]:
