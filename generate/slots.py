@@ -63,6 +63,9 @@ class Slot:
     values: list[dict[str, Any]]
     uses: list[SlotUse]
     description: str = ""
+    # each call of a draft draws its own value (search keywords, city codes: two searches of one
+    # request look for two things); otherwise a value is shared by the draft (its stay, its party)
+    distinct: bool = False
 
     def group_of(self, value: dict[str, Any]) -> str | None:
         """The city a value belongs to, None for values that are not places (dates, counts)."""
@@ -111,7 +114,9 @@ def value_pools_from_dict(data: Any, source: str = "value pools") -> ValuePools:
             if missing:
                 raise UserError(f"{where}.used_by: field {missing[0]!r} is missing from some values")
             uses.append(SlotUse(use["tool"], dict(use["arguments"])))
-        slots[name] = Slot(name, list(spec["values"]), uses, str(spec.get("description", "")))
+        if not isinstance(spec.get("distinct", False), bool):
+            raise UserError(f"{where}.distinct: expected true or false")
+        slots[name] = Slot(name, list(spec["values"]), uses, str(spec.get("description", "")), spec.get("distinct", False))
     return ValuePools(slots, source)
 
 

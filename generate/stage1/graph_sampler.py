@@ -44,7 +44,7 @@ from fcbench.references import format_reference
 from fcbench.resolve import walk_path
 from fcbench.sample import Call, Sample, Tool
 from generate.slots import UNSAID_FIELD, WORDS_FIELD, Slot, SlotUse, ValuePools
-from generate.stage1.query_writer import (ClauseRequest, PhraseBook, Unsayable, write_clause,
+from generate.stage1.query_writer import (ClauseRequest, PhraseBook, Unsayable, fill_phrase, write_clause,
                                           write_query)
 
 DEFAULT_PHRASES = Path(__file__).resolve().parents[1] / "prompts" / "graph_sampler_phrases.txt"
@@ -56,6 +56,8 @@ PICK_AMONG = len(ORDINALS)  # entries of a result list a draft may pick
 OPTIONAL_CHANCE = 0.4  # an optional argument the pools can fill is set this often (a constraint)
 MAX_OPTIONAL = 2  # constraints per call, so a clause stays readable
 GENERAL_DOMAIN = "general"
+# output names too generic to feed a parameter unless the source says what they identify
+BARE_NAMES = (["id"], ["code"])
 _MENTIONED_PATH = re.compile(r"[A-Za-z_]\w*(?:\[\])?(?:\.[A-Za-z_]\w*(?:\[\])?)+")
 
 
@@ -81,17 +83,22 @@ class OutputField:
 
 
 def response_fields(returns: Any) -> list[OutputField]:
-    """The leaves of a tool's answer: from its `returns` schema, then from the example answers the
-    schema carries (a leaf the schema does not know, or places differently, is added)."""
+    """The leaves of a tool's answer: from its `returns` schema and from the example answers the
+    schema carries (a leaf the schema does not know, or places differently, is added). Where the
+    two disagree the examples' leaves come first: a real answer looks like its examples (`data` a
+    list where the schema says an object), and a feed reads the first field that fits."""
     fields = output_fields(returns)
-    known = {f.path for f in fields}
     examples = returns.get("examples") if isinstance(returns, dict) else None
-    for example in examples if isinstance(examples, list) else []:
+    if not isinstance(examples, list) or not examples:
+        return fields
+    leaves: dict[tuple[str | None, ...], OutputField] = {}
+    for example in examples:
         for leaf in example_fields(example):
-            if leaf.path not in known:
-                known.add(leaf.path)
-                fields.append(leaf)
-    return fields
+            leaves.setdefault(leaf.path, leaf)
+    in_both = [f for f in fields if f.path in leaves]
+    known = {f.path for f in fields}
+    return in_both + [leaf for path, leaf in leaves.items() if path not in known] + \
+        [f for f in fields if f.path not in leaves]
 
 
 def example_fields(value: Any, prefix: tuple[str | None, ...] = ()) -> list[OutputField]:
@@ -199,6 +206,62 @@ def _says_what_it_is(words: tuple[str, ...], source: Tool, output: OutputField) 
     return all(_stem(word) in seen for word in words)
 
 
+def _endpoint(tool: Tool) -> str:
+    return str(tool.meta.get("endpoint") or ((tool.meta.get("openai") or {}).get("extra") or {}).get("http", {}).get("endpoint", ""))
+
+
+def _links_agree(reader: Tool, parameter: str, source: Tool, output: OutputField) -> bool:
+    """For a path parameter (`/shopping/hotel-offers/{offerId}`): whether the source's entries are
+    that resource. REST answers often link each entry to itself (`self`, `href`): a link must
+    match the reader's endpoint, the identifier one path segment (a point of interest at
+    `/locations/pois/ID` is not a location at `/locations/{locationId}`). Entries without links:
+    the source's endpoint must name the resource's collection (`hotel-offers`, not
+    `flight-offers`). Without an endpoint on either side nothing contradicts the feed."""
+    endpoint = _endpoint(reader)
+    placeholder = "{" + parameter + "}"
+    if placeholder not in endpoint:
+        return True
+    template = re.escape(endpoint).replace(re.escape(placeholder), "[^/?#]+")
+    links = _entry_links(source, output)
+    if links:
+        return any(re.search(template + r"(?:[?#].*)?$", link) for link in links)
+    collection = [part for part in endpoint.split(placeholder)[0].split("/") if part]
+    source_endpoint = _endpoint(source)
+    return not collection or not source_endpoint or collection[-1] in source_endpoint.split("/")
+
+
+def _entry_links(source: Tool, output: OutputField) -> list[str]:
+    """The self links of the entries holding `output` in the source's example answers."""
+    examples = source.returns.get("examples") if isinstance(source.returns, dict) else None
+    entry_path = output.path[:-1]
+    links: list[str] = []
+    for example in examples if isinstance(examples, list) else []:
+        for entry in _walk_all(example, entry_path):
+            if isinstance(entry, dict):
+                link = entry.get("self", entry.get("href"))
+                link = link.get("href") if isinstance(link, dict) else link
+                if isinstance(link, str):
+                    links.append(link)
+    return links
+
+
+def _walk_all(value: Any, path: tuple[str | None, ...]) -> list[Any]:
+    """Every value at `path` (None: each entry of a list; a list met where a key is expected is
+    walked through, as example answers may not follow their schema)."""
+    values = [value]
+    for part in path:
+        found = []
+        for item in values:
+            items = item if isinstance(item, list) and part is not None else [item]
+            for sub in items:
+                if part is None and isinstance(sub, list):
+                    found.extend(sub)
+                elif isinstance(sub, dict) and part in sub:
+                    found.append(sub[part])
+        values = found
+    return values
+
+
 def _types_agree(param_schema: Mapping[str, Any], field_type: str | None) -> bool:
     if is_list_parameter(param_schema):
         param_schema = param_schema["items"]
@@ -277,11 +340,11 @@ def _feeds_for(tool: Tool, parameter: str, schema: Mapping[str, Any], catalog: S
             if mentioned and output.text() not in mentioned:
                 continue
             words = matched_prefix(singular(parameter) if is_list_parameter(schema) else parameter, output.name)
-            if words and not named and name_words(output.name) == ["id"] and not _says_what_it_is(words, other, output):
-                words = None  # an `offerId` is not any bare `id`: the offer must show in the source
+            if words and not named and name_words(output.name) in BARE_NAMES and not _says_what_it_is(words, other, output):
+                words = None  # an `offerId` is not any bare `id`, a `startLocationCode` not a vehicle's `code`
             if words is None:
                 words = described_prefix(parameter, description, output.name)
-            if words is None or not _types_agree(schema, output.type):
+            if words is None or not _types_agree(schema, output.type) or not _links_agree(tool, parameter, other, output):
                 continue
             found.setdefault(words, []).append(Feed(other.name, output, other.name in named))
     return found
@@ -376,6 +439,7 @@ class DraftContext:
     pick_records: list[dict[str, Any]] = field(default_factory=list)  # the draft's picks (meta.picks)
     used_places: set[str] = field(default_factory=set)
     nodes: list[PlanNode] = field(default_factory=list)
+    describing: set[int] = field(default_factory=set)  # lists whose @where phrase is being written
 
 
 def place_groups(pools: ValuePools) -> list[str]:
@@ -383,7 +447,7 @@ def place_groups(pools: ValuePools) -> list[str]:
 
 
 def _slot_value(ctx: DraftContext, slot: Slot, city: str | None) -> dict[str, Any]:
-    if not slot.is_place:
+    if not slot.is_place and not slot.distinct:
         if slot.name not in ctx.values:
             ctx.values[slot.name] = slot.values[ctx.rng.randrange(len(slot.values))]
         return ctx.values[slot.name]
@@ -427,6 +491,10 @@ def plan_call(ctx: DraftContext, tool: str, city: str | None, goal: int, ancesto
     node = PlanNode(tool, goal, fed=fed, journey=journey)
     node.depth = 1 + max((ctx.nodes[f.source].depth for f in fed), default=-1)
     _choose_literals(ctx, node, city)
+    twin = next((index for index, other in enumerate(ctx.nodes) if not fed and not other.fed
+                 and other.tool == tool and other.literals == node.literals), None)
+    if twin is not None:
+        return twin  # the same search asked twice is one call: both readers read it
     ctx.nodes.append(node)
     return len(ctx.nodes) - 1
 
@@ -652,9 +720,21 @@ def _clause_request(ctx: DraftContext, node: PlanNode) -> ClauseRequest:
                          words=dict(node.words), kind_of=kind_of)
 
 
+def _where(ctx: DraftContext, node: PlanNode) -> str | None:
+    template = ctx.phrases.wheres.get(node.tool)
+    if not template or id(node) in ctx.describing:
+        return None  # (a list described by a list it describes: say its order instead)
+    ctx.describing.add(id(node))
+    try:
+        return fill_phrase(template, _clause_request(ctx, node))
+    finally:
+        ctx.describing.discard(id(node))
+
+
 def _say_reference(ctx: DraftContext, source: PlanNode, reader: PlanNode, extra: list[str]) -> tuple[str, str | None]:
-    """How the user names what an argument reads, and the kind of place that is (None when it is
-    not a place the pools know): the place they gave; "the second hotel" or the constraint that
+    """How the user names what an argument reads, and what kind of thing it is (a place's value
+    pool slot, else the result noun of the tool it comes from: "hotel"; a phrasing may depend on
+    it): the place they gave; "the second hotel" or the constraint that
     picks the entry of a result list; for a single result, "that flight" when it is the clause
     just before (never "that place": which place?), else what named it ("the second attraction",
     "Hyde Park"). An ordinal or a
@@ -667,26 +747,31 @@ def _say_reference(ctx: DraftContext, source: PlanNode, reader: PlanNode, extra:
         text += _which_list(ctx, source, noun)
         if reader.first_of_several and extra and extra[0] != noun:
             text = f"the first {extra[0]} of {text}"  # the room's first rate: which rate
-        return text, None
+        return text, noun
     said = extra[0] if extra else noun
     if said not in GENERIC_NOUNS and source.position is not None and reader.position is not None \
             and source.position == reader.position - 1:
-        return f"that {said}", None  # "that flight": the one just asked about
+        return f"that {said}", noun  # "that flight": the one just asked about
     if source.said_as is not None:
         return source.said_as, source.said_kind
     named = [ctx.nodes[group.source] for group in source.fed]
     if len(named) == 1 and named[0].subject is not None:
         return named[0].subject, named[0].subject_kind
-    return f"that {said}", None
+    return f"that {said}", noun
 
 
 def _which_list(ctx: DraftContext, source: PlanNode, noun: str) -> str:
-    """"" when the query asks for one list of `noun`s; else which one: "near Orchard", "from Paris
-    to Rome", or its order among them ("of the second search")."""
+    """"" when the query asks for one list of `noun`s; else which one: the tool's `@where` phrase
+    ("in MAD"), the place it was searched at ("near Orchard", "from Paris to Rome"), or its order
+    among them ("of the second search")."""
     lists = [node for node in ctx.nodes if node.position is not None
              and (ctx.phrases.nouns.get(node.tool) or "") == noun]
     if len(lists) < 2:
         return ""
+    wheres = [_where(ctx, node) for node in lists]
+    where = wheres[lists.index(source)] if source in lists else None
+    if where and wheres.count(where) == 1:
+        return f" {where}"
     places = [(ctx.nodes[group.source].subject, ctx.nodes[group.source].subject_kind) for group in source.fed
               if ctx.nodes[group.source].subject is not None]
     if len(places) == 1:

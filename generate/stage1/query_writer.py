@@ -12,6 +12,8 @@ The phrase file (`generate/prompts/graph_sampler_phrases.txt`, or a dataset's ow
     TOOL = clause                          the clause asking for one call (its required arguments)
     TOOL.parameter = fragment              added to the clause when the optional argument is set
     TOOL@result = noun                     what an entry of the tool's results is ("the second hotel")
+    TOOL@where = words                     which of the tool's result lists, when a query asks for
+                                           two lists of one noun ("the first hotel in {cityCode}")
     TOOL[parameter:kind|kind] = clause     used instead when the argument's place is of that kind
                                            (the value pool slot it came from: "hotels near" a
                                            landmark, "hotels in" a city) or the argument is that
@@ -28,6 +30,7 @@ call's argument values as a user says them:
     {param|noun}             an argument read from an earlier result: the name the user gave
                              ("Sydney"), "the second noun" for a picked entry, or what named it
     {param|singular|plural}  a count with its noun ("1 adult", "3 adults")
+    {+}                      where the fragments go (default: at the end of the clause)
     {in~param} {at~param} {near~param}
                              the preposition for the place the argument names: "in" a city, "near"
                              a landmark or an airport; "at" a place, "in" a city; "near" a place,
@@ -49,6 +52,7 @@ from fcbench.sample import Tool
 from generate.slots import spell_date
 
 NOT_SAID = "-"  # a phrase that says nothing: the call (or optional value) cannot be asked for
+OPTIONAL_SLOT = "{+}"  # where a clause's optional fragments go (else at its end)
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][\w]*)(?:\|([^{}|]*))?(?:\|([^{}|]*))?\}")
 _PREPOSITION = re.compile(r"\{(in|at|near)~([A-Za-z_][\w]*)\}")
@@ -56,7 +60,7 @@ _PREPOSITION = re.compile(r"\{(in|at|near)~([A-Za-z_][\w]*)\}")
 PREPOSITIONS = {"in": {"landmark": "near", "airport": "near"}, "at": {"city": "in"},
                 "near": {"city": "in central", "district": "in"}}
 _KEY = re.compile(r"^(?P<tool>[^\s\[\].@]+)(?:\[(?P<when>[^\]]*)\])?(?:\.(?P<parameter>[^\s@\[\]]+))?"
-                  r"(?:\[(?P<when_after>[^\]]*)\])?(?:@(?P<noun>result))?$")
+                  r"(?:\[(?P<when_after>[^\]]*)\])?(?:@(?P<noun>result|where))?$")
 SayArgument = Callable[[str, list[str]], str]  # (parameter, extra placeholder parts) -> text
 
 
@@ -79,6 +83,7 @@ class PhraseBook:
     clauses: dict[str, list[Phrase]] = field(default_factory=dict)  # tool -> its phrasings
     fragments: dict[tuple[str, str], list[Phrase]] = field(default_factory=dict)  # (tool, parameter) -> phrasings
     nouns: dict[str, str] = field(default_factory=dict)  # tool -> what an entry of its results is
+    wheres: dict[str, str] = field(default_factory=dict)  # tool -> which of its lists ("in {cityCode}")
 
     @classmethod
     def parse(cls, text: str) -> "PhraseBook":
@@ -92,8 +97,11 @@ class PhraseBook:
             if match is None:
                 raise ValueError(f"line {number}: {key!r} is not TOOL, TOOL.parameter, TOOL@result or TOOL[p:kind]")
             tool = match.group("tool")
-            if match.group("noun"):
+            if match.group("noun") == "result":
                 book.nouns[tool] = template
+                continue
+            if match.group("noun") == "where":
+                book.wheres[tool] = template
                 continue
             phrase = Phrase(template, _conditions(",".join(filter(None, (match.group("when"), match.group("when_after")))),
                                                   number))
@@ -170,8 +178,15 @@ def _applicable(phrases: Sequence[Phrase], kinds: Mapping[str, str]) -> list[str
 
 
 def literal_kinds(arguments: Mapping[str, Any]) -> dict[str, str]:
-    """A literal argument's own value is its kind for conditions (`[sortBy:lowest_price]`)."""
-    return {name: str(value) for name, value in arguments.items() if isinstance(value, (str, int)) and not isinstance(value, bool)}
+    """A literal argument's own value is its kind for conditions (`[sortBy:lowest_price]`; a list
+    of one value: that value, `[subType:AIRPORT]`)."""
+    kinds = {}
+    for name, value in arguments.items():
+        if isinstance(value, list) and len(value) == 1:
+            value = value[0]
+        if isinstance(value, (str, int)) and not isinstance(value, bool):
+            kinds[name] = str(value)
+    return kinds
 
 
 def fill_placeholders(template: str, say: SayArgument) -> str:
@@ -269,7 +284,24 @@ def write_clause(request: ClauseRequest, phrases: PhraseBook, rng: random.Random
             return reference
         return say_literal(request.tool, parameter, request.literals.get(parameter), extra, request.words.get(parameter))
 
-    template = options[rng.randrange(len(options))]
+    text = fill_phrase(options[rng.randrange(len(options))], request, say)
+    added = ""
+    for parameter in request.optional:
+        if parameter in said:  # a fragment may state two (a price cap with its currency)
+            continue
+        fragments = phrases.fragment_phrases(request.tool, parameter, kinds)
+        if not fragments:
+            raise Unsayable(f"the phrases say no fragment for {request.tool.name}.{parameter}")
+        added += " " + fill_phrase(fragments[rng.randrange(len(fragments))], request, say)
+    # {+} marks where a clause takes its constraints when its end is a reference they would seem
+    # to qualify ("hotels whose amenities include parking near the second hotel in LON")
+    return text.replace(OPTIONAL_SLOT, added, 1) if OPTIONAL_SLOT in text else text + added
+
+
+def fill_phrase(template: str, request: ClauseRequest, say: SayArgument | None = None) -> str:
+    """A phrase with the call's values: prepositions first (they depend on the kind of place the
+    argument after them names), then the placeholders."""
+    kinds = {**literal_kinds(request.literals), **request.kinds}
     extras = {m.group(1): [part for part in m.groups()[1:] if part is not None] for m in _PLACEHOLDER.finditer(template)}
 
     def preposition(match: re.Match[str]) -> str:
@@ -277,15 +309,13 @@ def write_clause(request: ClauseRequest, phrases: PhraseBook, rng: random.Random
         kind = request.kind_of(parameter, extras.get(parameter, [])) or kinds.get(parameter, "")
         return PREPOSITIONS[word].get(kind, word)
 
-    text = fill_placeholders(_PREPOSITION.sub(preposition, template), say)
-    for parameter in request.optional:
-        if parameter in said:  # a fragment may state two (a price cap with its currency)
-            continue
-        fragments = phrases.fragment_phrases(request.tool, parameter, kinds)
-        if not fragments:
-            raise Unsayable(f"the phrases say no fragment for {request.tool.name}.{parameter}")
-        text += " " + fill_placeholders(fragments[rng.randrange(len(fragments))], say)
-    return text
+    def say_value(parameter: str, extra: list[str]) -> str:
+        reference = request.refer(parameter, extra)
+        if reference is not None:
+            return reference
+        return say_literal(request.tool, parameter, request.literals.get(parameter), extra, request.words.get(parameter))
+
+    return fill_placeholders(_PREPOSITION.sub(preposition, template), say or say_value)
 
 
 # --------------------------------------------------------------------------------- the sentences

@@ -41,7 +41,7 @@ from fcbench.sample import Call, Provenance, Sample, Tool, path_shape, sample_to
 from fcbench.checks.validate import validate_record
 from generate.stage1.graph_sampler import (DEFAULT_PHRASES, DraftRequest, FeedGraph, PhraseBook, PlanFailed, ToolSubset,
                                     build_feed_graph, cross_domain_flags, propose_draft, sample_tool_subset, tool_domain)
-from generate.common import PROMPTS, in_windows, parse_query, value_pools_path
+from generate.common import PROMPTS, in_windows, user_query_parser, value_pools_path
 from generate.slots import ValuePools, load_value_pools
 
 QUERY_PROMPT = PROMPTS / "stage1_query.txt"
@@ -357,7 +357,7 @@ class LLMDrafter:
         text = prompt.render(tools=specs, min_calls=str(min(3, max(2, len(offered)))))
         request = ChatRequest(messages=[{"role": "user", "content": text}], response_format={"type": "json_object"},
                               sample_index=index, prompt_hash=prompt.sha256)
-        outcome = await self.client.complete(request, parse_query)
+        outcome = await self.client.complete(request, user_query_parser(offered))
         if isinstance(outcome, LLMRejection):
             raise _Reject("stage1.unusable_query", outcome.reason, outcome.raw_text)
         return outcome.parsed
