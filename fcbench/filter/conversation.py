@@ -5,12 +5,15 @@ Checks, cheapest first; the first failing one decides:
 1. format: the messages form a dialogue (`fcbench.conversation.calls_from_messages`), every call
    names a known tool with known, required and well-typed arguments, every agent turn carries at
    least one known dialog act (the response-quality set needs them);
-2. grounding, turn by turn: every literal argument of a call is supported by an earlier user turn
-   or an earlier response (never by a later one); reported, or a reject with `grounding: reject`;
-3. execution: every call is re-executed in conversation order through the pipeline's environment
+2. text: every user turn reads as a person writes (`fcbench.checks.query_text`), `text.<code>`;
+3. each call against the conversation before it (`fcbench.checks.turns`): a value the user states
+   only later (`turn.stated_later`) or took back before the call (`turn.superseded`) rejects it;
+   a value no earlier user turn or response supports is reported, or a reject with `grounding:
+   reject` (`grounding.ungrounded_value`);
+4. execution: every call is re-executed in conversation order through the pipeline's environment
    (one step at a time, so state an API keeps is carried from call to call); a call must succeed,
    except those the conversation records as failing (`execution_exception`), which must fail;
-4. reproduction: each response equals the recorded one (tolerance from the pipeline), on every
+5. reproduction: each response equals the recorded one (tolerance from the pipeline), on every
    one of `repeat` runs.
 Outputs (atomic, in input order): validated.jsonl, validated.rejects.jsonl, filter.summary.json.
 A killed run leaves the previous files; its re-run redoes the work and writes the same bytes.
@@ -18,6 +21,7 @@ A killed run leaves the previous files; its re-run redoes the work and writes th
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -32,7 +36,7 @@ from fcbench.conversation import (DIALOG_ACTS, META, ConversationError, agent_tu
 from fcbench.environments import Environment
 from fcbench.errors import UserError
 from fcbench.formats import Rejected, read_samples
-from fcbench.checks.grounding import ungrounded_values
+from fcbench.checks.turns import UNGROUNDED, turn_problems
 from fcbench.jsonl import StagedFile, write_json
 from fcbench.runtime.output_guard import guard_output
 from fcbench.runtime.progress import StageProgress, lines_in
@@ -88,27 +92,15 @@ def static_conversation_verdict(sample: Sample, settings: FilterConfig) -> Verdi
     text = text_verdict(sample)
     if text is not None:
         return text
-    notes = [f"ungrounded value {value}" for value in turn_grounding(sample)]
+    problems = turn_problems(sample)
+    for problem in problems:  # a call ahead of what the user said, or on a value taken back: wrong gold
+        if problem.reason != UNGROUNDED:
+            return _reject(sample.id, FilterCategory.FAILED_GROUNDING, problem.reason, problem.describe())
+    notes = [f"ungrounded value {problem.label}.{problem.parameter}="
+             f"{json.dumps(problem.value, ensure_ascii=False)}" for problem in problems]
     if notes and settings.grounding == "reject":
         return _reject(sample.id, FilterCategory.FAILED_GROUNDING, "grounding.ungrounded_value", "; ".join(notes))
     return Verdict(sample.id, FilterCategory.PASSED, notes=notes)
-
-
-def turn_grounding(sample: Sample) -> list[str]:
-    """Literal argument values no earlier user turn or earlier response supports, per step:
-    the evidence of a call is the conversation before its assistant message."""
-    found: list[str] = []
-    steps = calls_from_messages(sample.messages)
-    step_index = 0
-    for index, message in enumerate(sample.messages):
-        if message.get("role") != "assistant" or not message.get("tool_calls"):
-            continue
-        history = [m for m in sample.messages[:index] if m.get("role") == "user"]
-        probe = Sample(id=sample.id, messages=history, tools=sample.tools, calls=steps[:step_index + 1])
-        labels = {call.label for call in steps[step_index]}
-        found.extend(value.describe() for value in ungrounded_values(probe) if value.label in labels)
-        step_index += 1
-    return found
 
 
 def execution_conversation_verdict(sample: Sample, environment: Environment, settings: FilterConfig,
