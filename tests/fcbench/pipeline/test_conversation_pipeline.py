@@ -22,6 +22,7 @@ from annotate.tasks.single import choices_result
 from fcbench.catalog import load_tools_file
 from fcbench.cli import app
 from fcbench.config import ConfigError, ConversationConfig, load_pipelines
+from fcbench.checks.derivation import dates_spelled_in
 from fcbench.conversation import (DIALOG_ACTS, agent_turns, calls_from_messages, conversation_stats,
                                   function_calling_samples,
                                   response_quality_samples, user_turns)
@@ -270,10 +271,23 @@ def test_filter_regrounds_turn_by_turn_and_re_executes_in_order(drafted, environ
     tool_message["content"] = json.dumps({"data": []})
     tampered.calls = calls_from_messages(tampered.messages)
     late.calls = calls_from_messages(late.messages)
-    summary = filter_conversations([good, late, tampered], environment, pipeline.stages.filter, tmp_path, "test")
+    # the goal correction's call made with the date the user took back
+    corrected = next(d for d in drafts if d.meta["conversation"]["scenario"]["complexities"] == ["goal_correction"])
+    taken_back = corrected.model_copy(deep=True, update={"id": "taken_back"})
+    question = next(m["content"] for m in taken_back.messages if m["role"] == "assistant" and "you said" in (m["content"] or ""))
+    answer = taken_back.messages[taken_back.messages.index(next(m for m in taken_back.messages if m.get("content") == question)) + 1]
+    (wrong,), (right,) = dates_spelled_in(question), dates_spelled_in(answer["content"])
+    for message in taken_back.messages:
+        for call in message.get("tool_calls") or []:
+            call["function"]["arguments"] = call["function"]["arguments"].replace(f'"{right}"', f'"{wrong}"')
+    taken_back.calls = calls_from_messages(taken_back.messages)
+    assert json.dumps(taken_back.messages) != json.dumps(corrected.messages)
+    summary = filter_conversations([good, late, tampered, taken_back], environment, pipeline.stages.filter, tmp_path, "test")
     assert summary.counts["passed"] == 1
     rejects = {json.loads(line)["id"]: json.loads(line) for line in (tmp_path / "validated.rejects.jsonl").read_text().splitlines()}
-    assert rejects["late"]["reason"] == "grounding.ungrounded_value"
+    assert rejects["late"]["reason"] == "turn.stated_later"  # the value is said, but only after the call
+    assert "the user states it only after the call" in rejects["late"]["detail"]
+    assert rejects["taken_back"]["reason"] == "turn.superseded"  # the call uses the date the user corrected
     assert rejects["tampered"]["reason"] == "reproduction.response_mismatch"
     assert [json.loads(line)["id"] for line in (tmp_path / "validated.jsonl").read_text().splitlines()] == [good.id]
 
