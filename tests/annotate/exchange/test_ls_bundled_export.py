@@ -131,16 +131,17 @@ def _amadeus_pipeline(tmp_path):
 
 
 def test_the_amadeus_export_raises_no_warning_on_drafts_accepted_without_disambiguation(tmp_path) -> None:
-    """Issue 15: the old panel raised 2-11 warnings on each of these drafts although every pick is
-    named in the query ("locationId the second result"); the annotators deleted no entry."""
+    """Issue 15: the old panel raised 2-11 warnings on each amadeus draft although every pick is
+    named in the query ("the second location", "the first hotel in MAD"); the annotators deleted
+    no entry, and neither the push nor the pull raises one."""
     pipeline = _amadeus_pipeline(tmp_path)
     export = REPO / "datasets" / "amadeus" / "annotations" / "stage2_export.json"
     shown_at_push = sum(len(task["data"]["ambiguity"]) for task in json.loads(export.read_text()))
     report = run_stage2_pull(pipeline, from_export=export)
-    assert report.counts["gold"] == 14
+    assert report.counts["gold"] == 16
     warnings = json.loads(Stage2Files.in_dir(pipeline.build_dir).qa.read_text())["summary"]["ambiguity_warnings"]
-    assert shown_at_push > 30  # what the export's tasks carried, made by the previous rule
-    assert (warnings["samples"], warnings["warnings"], warnings["ambiguities"]) == (14, 0, 0)
+    assert shown_at_push == 0  # what the export's tasks carried, made by the current rule
+    assert (warnings["samples"], warnings["warnings"], warnings["ambiguities"]) == (16, 0, 0)
     assert warnings["precision"] is None and warnings["recall"] is None  # nothing raised, nothing to find
 
 
@@ -156,12 +157,12 @@ def test_tasks_carrying_tools_by_catalog_hash_are_checked_for_staleness_too(tmp_
     tasks = json.loads(export.read_text())
     catalog = annotation_catalog(pipeline)
     lines = [sample_to_dict(draft_of(task["data"], catalog)) for task in tasks]
-    changed = lines[1]["id"]  # (the first task's annotator rejected the draft: not gold anyway)
+    changed = lines[1]["id"]
     lines[1]["messages"][-1]["content"] += " (asked again by another stage1 run)"
     drafts = Stage2Files.in_dir(pipeline.build_dir).drafts
     drafts.parent.mkdir(parents=True, exist_ok=True)
     drafts.write_text("".join(json.dumps(line) + "\n" for line in lines))
     report = run_stage2_pull(pipeline, from_export=export)
-    assert report.reasons.get("stale_draft") == 1 and report.counts["gold"] == 13
+    assert report.reasons.get("stale_draft") == 1 and report.counts["gold"] == 15
     stale = [row for row in read_lines(Stage2Files.in_dir(pipeline.build_dir).rejects) if row["reason"] == "stale_draft"]
     assert [row["id"] for row in stale] == [changed]
