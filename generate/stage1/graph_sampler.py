@@ -44,8 +44,8 @@ from fcbench.references import format_reference
 from fcbench.resolve import walk_path
 from fcbench.sample import Call, Sample, Tool
 from generate.slots import UNSAID_FIELD, WORDS_FIELD, Slot, SlotUse, ValuePools
-from generate.stage1.query_writer import (ClauseRequest, PhraseBook, Unsayable, fill_phrase, write_clause,
-                                          write_query)
+from generate.stage1.query_writer import (ClauseRequest, PhraseBook, Unsayable, fill_phrase, result_noun,
+                                          write_clause, write_query)
 
 DEFAULT_PHRASES = Path(__file__).resolve().parents[1] / "prompts" / "graph_sampler_phrases.txt"
 ORDINALS = ["first", "second", "third"]
@@ -741,7 +741,7 @@ def _say_reference(ctx: DraftContext, source: PlanNode, reader: PlanNode, extra:
     constraint over a list says which list when the query asks for two of that kind."""
     if source.subject is not None:
         return source.subject, source.subject_kind
-    noun = ctx.phrases.nouns.get(source.tool) or (extra[0] if extra else "result")
+    noun = ctx.phrases.nouns.get(source.tool) or (extra[0] if extra else result_noun(ctx.graph.tools[source.tool]))
     if reader.pick_text is not None or reader.picked is not None:
         text = reader.pick_text if reader.pick_text is not None else f"the {ORDINALS[reader.picked]} {noun}"
         text += _which_list(ctx, source, noun)

@@ -230,8 +230,30 @@ def say_literal(tool: Tool, parameter: str, value: Any, extra: list[str], words:
 
 
 def _name_words(name: str) -> list[str]:
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name).replace("_", " ").replace("-", " ").replace("[", " ").replace("]", " ")
+    spaced = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1 \2", re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)).replace("_", " ").replace("-", " ").replace("[", " ").replace("]", " ")
     return [word.lower() for word in spaced.split()]
+
+
+def _singular(word: str) -> str:
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") and len(word) > 3 else word
+
+
+def result_noun(tool: Tool) -> str:
+    """What an entry of a tool's results is, from its name when the phrase file does not say
+    (`ListActivitiesBySquare` -> "activity", `getPointsOfInterest` -> "point of interest"): never
+    the bare "result", which does not say which list."""
+    words = _name_words(tool.name)
+    if words and words[0] in _VERBS:
+        words = words[1:]
+    if "by" in words:
+        words = words[:words.index("by")]
+    if not words:
+        return "entry of the " + " ".join(_name_words(tool.name)) + " results"
+    head = words.index("of") - 1 if "of" in words[1:] else len(words) - 1
+    words[head] = _singular(words[head])
+    return " ".join(words)
 
 
 _VERBS = {"get": "get", "list": "list", "search": "search for", "find": "find", "retrieve": "get", "fetch": "get",

@@ -225,3 +225,15 @@ def test_travel_drafts_over_many_seeds_never_read_wrong(travel_world, seed, cros
         assert "reads wrong" not in str(failure)
         return
     assert query_text_problems(draft.query, tools) == [], draft.query
+
+
+def test_a_result_list_without_a_noun_is_named_from_its_tool_never_a_bare_result() -> None:
+    """A catalog scaffolded by `build-dataset new` has no phrase file: "the first result" after
+    two searches does not say which; the tool's name does."""
+    from generate.stage1.query_writer import result_noun
+
+    def noun(name: str) -> str:
+        return result_noun(Tool(name=name, parameters={"type": "object", "properties": {}}))
+
+    assert [noun(n) for n in ("ListActivitiesBySquare", "getPointsOfInterest", "GETActivity", "Search_Flights")] == \
+        ["activity", "point of interest", "activity", "flight"]
