@@ -39,7 +39,8 @@ from fcbench.environments import Environment
 from fcbench.environments.recorded import RecordedEnvironment
 from fcbench.score.complexeval import (ComplexEvalOptions, ResponseJudgeInput, gold_steps_with_values,
                                        response_match_layer, typed_difference_layer)
-from fcbench.score.matching import JudgeError, MatchLayer, PredictedCall
+from fcbench.errors import JudgeError
+from fcbench.score.matching import MatchLayer, PredictedCall
 
 PROMPTS = Path(__file__).resolve().parents[1] / "prompts"
 EQUIVALENCE_PROMPT = PROMPTS / "complexeval_call_equivalence.txt"

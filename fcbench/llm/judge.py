@@ -17,25 +17,17 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Generic, Mapping, Sequence, TypeVar
 
 from fcbench.config import LLMConfig
+from fcbench.errors import JudgeError
 from fcbench.llm.cache import canonical_json
 from fcbench.llm.client import ChatRequest, Completion, LLMClient, LLMRejection, RetryPolicy, json_object_answer
 from fcbench.llm.prompts import PromptFile
 
 JUDGE_PARSE_ATTEMPTS = 2  # the first answer and one re-ask
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class JudgeError:
-    """No usable verdict for one question: why, and the last text the judge wrote."""
-
-    reason: str
-    raw_text: str
 
 
 def judge_llm_config(base: LLMConfig | None, model: str | None, base_url: str | None,

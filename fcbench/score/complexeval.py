@@ -51,13 +51,13 @@ from fcbench.environments import Environment
 from fcbench.environments.recorded import UNKNOWN_CALL_RESPONSE
 from fcbench.resolve import CallSite, UnresolvedReference, resolve_arguments
 from fcbench.sample import AcceptableValues, Call, Sample, Tool
+from fcbench.errors import JudgeError
 from fcbench.score.matching import (
     CallDecodeError,
     CallLike,
     CallSimilarity,
     arguments_equivalent,
     FormatIssue,
-    JudgeError,
     MatchDecision,
     MatchLayer,
     PredictedCall,

@@ -21,7 +21,8 @@ from annotate.tasks.problems import ProblemCode
 from annotate.tasks.single import choices_result
 from fcbench.catalog import load_tools_file
 from fcbench.cli import app
-from fcbench.config import ConfigError, ConversationConfig, load_pipelines
+from fcbench.errors import ConfigError
+from fcbench.config import ConversationConfig, load_pipelines
 from fcbench.conversation import (DIALOG_ACTS, agent_turns, calls_from_messages, conversation_stats,
                                   function_calling_samples,
                                   response_quality_samples, user_turns)
@@ -31,7 +32,8 @@ from fcbench.formats import read_samples
 from fcbench.pipeline.run import run_stage
 from fcbench.formats.parquet_rows import row_to_sample
 from fcbench.sample import Sample
-from generate.stage1.simulator import SimulationFailed, plan_for, simulate
+from fcbench.errors import ItemRejected
+from generate.stage1.simulator import plan_for, simulate
 from generate.stage1.graph_sampler import DEFAULT_PHRASES, PhraseBook, build_feed_graph
 from generate.stage1.scenarios import complexity_plan, offered_tools, sample_scenarios
 from generate.slots import load_value_pools
@@ -165,14 +167,14 @@ def test_a_simulator_past_the_turn_cap_is_rejected_and_goal_switching_is_not_fak
             plan = plan_for(scenario, graph, pools, phrases, environment, offered, f"cap:{attempt}", 6)
             simulate(scenario, plan, environment, f"cap:{attempt}", max_turns=10)
             break
-        except SimulationFailed:
+        except ItemRejected:
             plan = None
     assert plan is not None
-    with pytest.raises(SimulationFailed) as capped:
+    with pytest.raises(ItemRejected) as capped:
         simulate(scenario, plan, environment, "cap", max_turns=1)
     assert capped.value.reason == "turn_cap"
     switching = scenario.model_copy(update={"complexities": ["goal_switching"]})
-    with pytest.raises(SimulationFailed) as unsupported:
+    with pytest.raises(ItemRejected) as unsupported:
         simulate(switching, plan, environment, "x", max_turns=10)
     assert unsupported.value.reason == "offline_unsupported"
 

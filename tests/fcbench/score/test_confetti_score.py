@@ -245,10 +245,10 @@ def test_a_renamed_function_never_scores(sample_id: str, suffix: str) -> None:
 
 
 def test_a_classifier_or_judge_without_a_verdict_makes_a_judge_error_not_a_guess() -> None:
-    from fcbench.score.confetti import NoVerdict
+    from fcbench.errors import JudgeError
 
     def undecided(*_: Any) -> Any:
-        raise NoVerdict("judge_error: unparseable")
+        raise JudgeError("judge_error: unparseable")
 
     first = item(_acts_set(), "dialogacts_0")
     line = {**perturbed(first, to="bob@example.com"), "response": "Done."}
