@@ -122,10 +122,11 @@ def _judge_settings(metric: str, llm_model: str | None, base_url: str | None, pi
 
     from fcbench.evaluate import score_files as scoring
     from fcbench.llm.judge import default_judge_cache, judge_llm_config
+    from fcbench.score.registry import METRICS, file_metrics
 
-    if (llm_model or base_url or pipeline or judge_cache or batch) and metric not in scoring.LLM_JUDGED_METRICS:
+    if (llm_model or base_url or pipeline or judge_cache or batch) and not (metric in METRICS and METRICS.get(metric).llm_judged):
         raise UserError(f"--llm-model, --base-url, --pipeline, --judge-cache and --batch configure the LLM judge of "
-                        f"{', '.join('--metric ' + m for m in scoring.LLM_JUDGED_METRICS)}; --metric {metric} has none")
+                        f"{', '.join('--metric ' + m.name for m in file_metrics() if m.llm_judged)}; --metric {metric} has none")
     if batch and metric == "complexeval":
         raise UserError("--batch: ComplexEval's judges are asked one verdict at a time inside the protocol, online")
     if offline:

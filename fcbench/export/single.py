@@ -211,7 +211,7 @@ def check_formats(formats: list[str]) -> list[str]:
     unknown = [name for name in formats if name != PARQUET and name not in FORMATS]
     if unknown:
         raise UserError(f"stages.export.formats: unknown format {unknown[0]!r}; "
-                        f"choose from: {', '.join([PARQUET, *FORMATS])}")
+                        f"choose from: {', '.join([PARQUET, *FORMATS.names()])}")
     return [name for name in dict.fromkeys(formats) if name != PARQUET]
 
 

@@ -43,6 +43,7 @@ from fcbench.score.matching import (
     fuzzy_text_similarity,
     values_equivalent,
 )
+from fcbench.score.registry import metric
 
 DIALOG_ACTS = (
     "agent_function_calling",
@@ -279,6 +280,7 @@ class ConfettiOptions:
     validity_judge: ValidityJudge = grounded_parameter
 
 
+@metric("confetti", llm_judged=True)
 def score_confetti(
     samples: Iterable[Sample],
     predictions: Iterable[Mapping[str, Any]],

@@ -39,6 +39,7 @@ from fcbench.catalog.types import json_type_names
 from fcbench.errors import JudgeError
 from fcbench.references import is_reference
 from fcbench.sample import AcceptableValues, Call, Tool
+from fcbench.score.registry import metric
 
 # ---------------------------------------------------------------------------------------------
 # Normalisation
@@ -385,6 +386,7 @@ class StepMatch:
         return len(self.matched_gold) == self.n_gold == self.n_predicted
 
 
+@metric("call_match")
 def match_step(
     predicted: Sequence[CallLike],
     gold: Sequence[Call],

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fcbench.sample import Sample
-from fcbench.score import metric_family
+from fcbench.score import METRICS
 from fcbench.score.confetti import (
     ConfettiOptions,
     PredictionError,
@@ -67,7 +67,7 @@ def scored(sample: Sample, line: dict[str, Any], **kwargs: Any) -> dict[str, Any
 
 def test_function_calling_set_gold_scores_one_on_every_metric() -> None:
     samples = _calls_set()
-    report = metric_family("confetti")(samples, [prediction_from_sample(s) for s in samples])
+    report = METRICS.get("confetti").score(samples, [prediction_from_sample(s) for s in samples])
     summary = report.summary
     assert summary["n"] == summary["n_ast"] == 506
     assert summary["ast_soft_accuracy"] == 1.0 and summary["ast_exact_accuracy"] == 1.0
