@@ -11,7 +11,7 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
-from fcbench.cli.common import (_count_table, BATCH_HELP, _load_pipeline, app, console, print_json,
+from fcbench.cli.common import (PipelineArgument, BatchOption, JsonOption, PIPELINES_FILE, PipelinesFileOption, _count_table, _load_pipeline, app, console, print_json,
                                 user_errors)
 from fcbench.errors import UserError
 
@@ -85,7 +85,7 @@ def score(
                                            "the pipeline's llm.base_url, else $OPENAI_BASE_URL)."),
     pipeline: Optional[str] = typer.Option(None, "--pipeline", help="Take the judge's llm block (model, key variable, "
                                            "concurrency, retries, prices) from this pipeline of --file."),
-    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file (with --pipeline)."),
+    file: PipelinesFileOption = PIPELINES_FILE,
     offline: bool = typer.Option(False, "--offline", help="Grade with the rule-based stand-ins even when an LLM is "
                                  "configured."),
     judge_cache: Optional[Path] = typer.Option(None, "--judge-cache", help="SQLite file caching each verdict (default: "
@@ -93,7 +93,7 @@ def score(
                                                "~/.cache/fcbench/judges.sqlite)."),
     batch: bool = typer.Option(False, "--batch", help="confetti: send the judge's requests through the OpenAI Batch "
                                "API (llm.mode: batch): half the price, answers within 24 h."),
-    as_json: bool = typer.Option(False, "--json", help="Print {metric, summary, items} as one JSON object."),
+    as_json: JsonOption = False,
 ) -> None:
     """Grade model predictions with the shared scorer.
 
@@ -167,7 +167,7 @@ def _print_score(metric: str, compat: bool, predictions: Path, result: Any) -> N
 )
 @user_errors
 def evaluate(
-    pipeline: str = typer.Argument(..., help="A pipeline declared in pipelines.yaml."),
+    pipeline: PipelineArgument,
     model: str = typer.Option(..., "--model", help="The model to evaluate (as the endpoint names it)."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (default: the "
                                            "pipeline's llm.base_url, else $OPENAI_BASE_URL)."),
@@ -177,8 +177,8 @@ def evaluate(
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Evaluate only the first N samples."),
     extra_turns: int = typer.Option(3, "--extra-turns", min=1, help="Model turns allowed per sample beyond its "
                                     "gold steps (final answer and corrections) before it is cut off."),
-    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
-    batch: bool = typer.Option(False, "--batch", help=BATCH_HELP),
+    file: PipelinesFileOption = PIPELINES_FILE,
+    batch: BatchOption = False,
     judge_model: Optional[str] = typer.Option(None, "--judge-model", help="The LLM judge of call equivalence, "
                                               "completeness and correctness (default: the pipeline's judge block; "
                                               "none: rule-based stand-ins, said on the first line)."),
@@ -188,7 +188,7 @@ def evaluate(
         None, "--context-window", min=1, help="The model's context window in tokens (cl100k_base count of "
         "messages + tools; default: llm.context_window). A request above it is not sent: the sample ends "
         "there as context_overflow."),
-    as_json: bool = typer.Option(False, "--json", help='Print {"model", "scores", "trajectories"} as JSON.'),
+    as_json: JsonOption = False,
 ) -> None:
     """Run a model on an exported benchmark with ComplexFuncBench's ComplexEval protocol, then score it.
 
