@@ -130,7 +130,8 @@ def stage2_push(
     seed), recorded in the task data as `assigned_annotators`.
     For a `kind: conversation` pipeline the tasks are whole conversations
     (label_config/stage2_conversation.xml: edit turns and calls, tag dialog acts and complexities)."""
-    from fcbench.pipeline.run import PushSettings, run_stage
+    from fcbench.pipeline.run import run_stage
+    from fcbench.stage import PushSettings
 
     summary = run_stage("stage2 push", _load_pipeline(pipeline, file), PushSettings(count, annotators, overlap)).report
     _print_push(f"stage2 push {pipeline}", summary, as_json)
@@ -156,7 +157,8 @@ def stage2_pull(
     annotators fixed goes to build/stage2.qa.json. For a `kind: conversation` pipeline the gold
     conversations are checked turn by turn (JSON, dialog acts, calls against the tools' schemas and
     re-executed, required complexities present)."""
-    from fcbench.pipeline.run import PullSettings, run_stage
+    from fcbench.pipeline.run import run_stage
+    from fcbench.stage import PullSettings
 
     report = run_stage("stage2 pull", _load_pipeline(pipeline, file),
                        PullSettings(from_export, send_back, allow_stale)).report
@@ -201,7 +203,8 @@ def stage3_pull(
     as_json: JsonOption = False,
 ) -> None:
     """Bring back the filled arguments into build/candidates.filled.jsonl (the filter reads it), with the same checks as stage2."""
-    from fcbench.pipeline.run import PullSettings, run_stage
+    from fcbench.pipeline.run import run_stage
+    from fcbench.stage import PullSettings
 
     _require_annotators(annotators)
     report = run_stage("stage3 pull", _load_pipeline(pipeline, file), PullSettings(from_export, send_back)).report
@@ -227,7 +230,8 @@ def stage3_run(
     offline), `llm` (function calling along the fixed path) or `annotators` (left for the junior
     annotators: `stage3 push --annotators`). Variants are executed; repeats, dropped slot values and
     failures go to build/candidates.rejects.jsonl. Writes build/candidates.jsonl and build/stage3.summary.json."""
-    from fcbench.pipeline.run import InputSettings, run_stage
+    from fcbench.pipeline.run import run_stage
+    from fcbench.stage import InputSettings
 
     result = run_stage("stage3", _load_pipeline(pipeline, file, record, batch), InputSettings(from_file),
                        offline=offline, force=force).report
@@ -260,7 +264,8 @@ def filter_command(
     conversations (grounding turn by turn, every call re-executed in order). Writes
     build/validated.jsonl, build/validated.rejects.jsonl (each with its reason) and
     build/filter.summary.json; a killed run resumes where it stopped."""
-    from fcbench.pipeline.run import InputSettings, run_stage
+    from fcbench.pipeline.run import run_stage
+    from fcbench.stage import InputSettings
 
     config = _load_pipeline(pipeline, file, record, batch)
     summary = run_stage("filter", config, InputSettings(input_file), offline=offline, force=force).report
@@ -313,7 +318,8 @@ def export(
     with their reason. The same input and seed give byte-identical files. An export much smaller
     than the one in place (min_output_share) keeps it and goes to build/export.new/, exit 1,
     unless --force."""
-    from fcbench.pipeline.run import InputSettings, run_stage
+    from fcbench.pipeline.run import run_stage
+    from fcbench.stage import InputSettings
 
     summary = run_stage("export", _load_pipeline(pipeline, file), InputSettings(input_file), force=force).report
     if as_json:

@@ -205,7 +205,8 @@ def evaluate(
     (0-2) are LLM-judged, as in the paper; verdicts are cached in build/eval/<model>/judges.sqlite,
     an unusable verdict is asked again once and then recorded as judge_error. Without one, the
     rule-based stand-ins judge, and the output and scores.json say so first."""
-    from fcbench.pipeline.run import EvaluateSettings, run_stage
+    from fcbench.pipeline.run import run_stage
+    from fcbench.stage import EvaluateSettings
 
     config = _load_pipeline(pipeline, file)
     # progress (a bar on a terminal, a line every few seconds elsewhere, on stderr) and the memory

@@ -43,6 +43,7 @@ from fcbench.runtime.output_guard import guard_counts
 from fcbench.formats.parquet_rows import PARQUET_SCHEMA, sample_to_row
 from fcbench.sample import Sample
 from fcbench.export.splits import domain_split_name, split_for_key
+from fcbench.stage import PipelineContext, StageSummary, input_of
 
 _WRITER_OPTIONS: dict[str, Any] = {"compression": "zstd", "compression_level": 3, "use_dictionary": True,
                                    "write_statistics": ["id", "difficulty", "parent_id"], "version": "2.6",
@@ -259,3 +260,11 @@ def render_conversation_card(pipeline: PipelineConfig, summary: ConversationExpo
     if summary.reasons:
         lines += ["## Not exported", "", *[f"- {reason}: {count}" for reason, count in summary.reasons.items()], ""]
     return "\n".join(lines)
+
+
+def run(ctx: PipelineContext, settings: Any = None) -> StageSummary:
+    """The stage contract (fcbench.stage)."""
+    exported = run_conversation_export(ctx.config, input_of(settings), force=ctx.force)
+    return StageSummary("export", {"exported": exported.exported, "rejected": exported.rejected}, exported.reasons,
+                        exported.outputs, {"exported": exported.exported, "splits": exported.splits,
+                                           "rejected": exported.rejected}, report=exported)

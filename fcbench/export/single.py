@@ -53,6 +53,7 @@ from fcbench.formats.parquet_rows import COLUMN_DOCS, PARQUET_SCHEMA, SHAPE_COLU
 from fcbench.export.splits import assign_split, template_key
 from fcbench.stats.tables import DatasetStats
 from fcbench.stats.validated_file import LineReject, cached_stats, file_stats, read_validated
+from fcbench.stage import PipelineContext, StageSummary, input_of
 
 PARQUET = "parquet"
 CANONICAL = "fcbench"  # the canonical JSONL copy: written line by line like the shards
@@ -508,3 +509,11 @@ def run_export_stage(pipeline: PipelineConfig, input_file: Path | None = None, f
     source = input_file or pipeline.build_dir / VALIDATED
     return export_samples(source, ExportPaths(pipeline.build_dir), settings, force=force,
                           min_output_share=pipeline.min_output_share)
+
+
+def run(ctx: PipelineContext, settings: Any = None) -> StageSummary:
+    """The stage contract (fcbench.stage)."""
+    exported = run_export_stage(ctx.config, input_of(settings), force=ctx.force)
+    return StageSummary("export", {"exported": exported.exported, "rejected": exported.rejected}, exported.reasons,
+                        exported.outputs, {"exported": exported.exported, "splits": exported.splits,
+                                           "rejected": exported.rejected}, report=exported)

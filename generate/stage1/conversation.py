@@ -39,6 +39,7 @@ from generate.stage1.simulator import plan_for, simulate
 from generate.stage1.graph_sampler import DEFAULT_PHRASES, PhraseBook, build_feed_graph
 from generate.stage1.scenarios import offered_tools, sample_scenarios
 from generate.slots import ValuePools, load_value_pools
+from fcbench.stage import PipelineContext, StageSummary
 
 SCENARIOS = "scenarios.jsonl"
 RULE_BASED = "rule-based-simulator"
@@ -203,3 +204,9 @@ def _draft_one_offline(pipeline: PipelineConfig, scenario: Scenario, tools: list
                    "attempts": sum(failures.values()), "problems": dict(sorted(failures.items())),
                    "scenario": scenario.model_dump(mode="json")}
     return outcome
+
+
+def run(ctx: PipelineContext, settings: Any = None) -> StageSummary:
+    """The stage contract (fcbench.stage) for `kind: conversation`: scenarios, then conversations."""
+    result = run_conversation_stage1(ctx.config, offline=not ctx.uses_llm, force=ctx.force)
+    return StageSummary.of("stage1", result.summary, report=result)

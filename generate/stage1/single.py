@@ -43,6 +43,7 @@ from generate.stage1.graph_sampler import (DEFAULT_PHRASES, DraftRequest, FeedGr
                                     build_feed_graph, cross_domain_flags, propose_draft, sample_tool_subset, tool_domain)
 from generate.common import PROMPTS, in_windows, parse_query, value_pools_path
 from generate.slots import ValuePools, load_value_pools
+from fcbench.stage import PipelineContext, StageSummary
 
 QUERY_PROMPT = PROMPTS / "stage1_query.txt"
 SOLVE_PROMPT = PROMPTS / "stage1_solve.txt"
@@ -448,3 +449,11 @@ def reference_earlier_outputs(steps: list[list[Call]], query: str) -> list[list[
         rewritten.append(new_step)
         seen.extend((call.label, list(json_leaves_with_paths(call.response))) for call in step)
     return rewritten
+
+
+def run(ctx: PipelineContext, settings: Any = None) -> StageSummary:
+    """The stage contract (fcbench.stage): drafts by the LLM, or by the graph sampler when the
+    pipeline or this run is offline."""
+    offline = not ctx.uses_llm or ctx.config.stages.stage1.offline
+    result = run_stage1(ctx.config, offline=offline, force=ctx.force)
+    return StageSummary.of("stage1", result.summary, report=result)

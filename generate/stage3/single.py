@@ -49,6 +49,7 @@ from fcbench.llm.prompts import PromptFile
 from fcbench.runtime.output_guard import finish_summary, place_guarded
 from fcbench.runtime.progress import StageProgress, lines_in, progress_of
 from generate.common import PROMPTS, in_windows, parse_query, value_pools_path
+from fcbench.stage import PipelineContext, StageSummary, input_of
 
 REWRITE_PROMPT = PROMPTS / "stage3_rewrite.txt"
 FILL_PROMPT = PROMPTS / "stage3_fill.txt"
@@ -483,3 +484,8 @@ def _run_llm(pipeline: PipelineConfig, templates: Iterable[Sample], total: int, 
 
     return asyncio.run(run_all())
 
+
+def run(ctx: PipelineContext, settings: Any = None) -> StageSummary:
+    """The stage contract (fcbench.stage): variants of each template (`--input`: other templates)."""
+    result = run_stage3(ctx.config, offline=not ctx.uses_llm, from_file=input_of(settings), force=ctx.force)
+    return StageSummary.of("stage3", result.summary, report=result)
