@@ -95,11 +95,6 @@ def _starts_something(function, seen: set) -> bool:
     return False
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "integration: starts a server, a browser, Ray or a subprocess "
-                                       "(deselect with -m 'not integration' for the pure-logic tests)")
-
-
 def pytest_collection_modifyitems(config, items):
     for item in items:
         fixtures = item._fixtureinfo.name2fixturedefs if hasattr(item, "_fixtureinfo") else {}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from fcbench.errors import ConfigError, ItemError, ItemRejected, JudgeError, Use
 REPO = Path(__file__).resolve().parents[2]
 
 
+@lru_cache(maxsize=1)  # one walk of the tree for every test below
 def _exception_classes() -> dict[str, list[str]]:
     """Class name -> where it is defined, for every class deriving from an exception."""
     found: dict[str, list[str]] = defaultdict(list)
