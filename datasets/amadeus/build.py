@@ -126,24 +126,12 @@ def record(stages: list[str]) -> None:
 
 
 def run_stage(pipeline, stage: str):
-    if stage == "stage1":
-        from generate.stage1.single import run_stage1
+    """One stage through the stage contract, offline (the LLM is not used while recording)."""
+    from fcbench.pipeline.run import run_stage as run_declared_stage
 
-        return run_stage1(pipeline, offline=True).summary
-    if stage == "stage2":
-        from annotate.stage2.senior import run_stage2_pull
-        from fcbench.pipeline.run import annotation_export
-
-        return run_stage2_pull(pipeline, from_export=annotation_export(pipeline)).counts
-    if stage == "stage3":
-        from generate.stage3.single import run_stage3
-
-        return run_stage3(pipeline, offline=True).summary
-    if stage == "filter":
-        from fcbench.pipeline.run import run_filter_stage
-
-        return run_filter_stage(pipeline, offline=True).counts
-    raise SystemExit(f"unknown stage {stage!r}")
+    if stage not in ("stage1", "stage2", "stage3", "filter"):
+        raise SystemExit(f"unknown stage {stage!r}")
+    return run_declared_stage(stage, pipeline, offline=True).as_dict()
 
 
 if __name__ == "__main__":

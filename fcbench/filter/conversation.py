@@ -30,7 +30,7 @@ from typing import Any, Iterable
 from fcbench.answers import answers_match
 from fcbench.checks.call_format import check_call_format
 from fcbench.config import FilterConfig, PipelineConfig
-from fcbench.stage import TEMPLATES, VALIDATED
+from fcbench.stage import VALIDATED
 from fcbench.conversation import (DIALOG_ACTS, META, ConversationError, agent_turns, calls_from_messages,
                                   conversation_environment, is_conversation)
 from fcbench.environments import Environment
@@ -42,6 +42,7 @@ from fcbench.runtime.output_guard import guard_output
 from fcbench.runtime.progress import StageProgress, lines_in
 from fcbench.sample import Sample, sample_to_dict
 from fcbench.checks.verdicts import FilterCategory, Verdict, comparison_of, text_verdict
+from fcbench.stage import PipelineContext, StageSummary, filter_input, input_of
 
 
 @dataclass
@@ -182,8 +183,8 @@ def run_conversation_filter(pipeline: PipelineConfig, input_file: Path | None = 
     """The gold conversations (templates.jsonl, or `input_file` / stages.filter.input) filtered."""
     from fcbench.environments.from_config import open_environment
 
-    configured = pipeline.stages.filter.input
-    source = input_file or (pipeline.resolve(configured) if configured else pipeline.build_dir / TEMPLATES)
+    source = input_file or filter_input(pipeline).path
+    assert source is not None  # the build file when no input is configured
     if not source.is_file():
         raise UserError(f"{source}: no such file (the conversation filter reads stage2's gold conversations; "
                         f"run stage2 or pass --input)")
@@ -196,3 +197,12 @@ def run_conversation_filter(pipeline: PipelineConfig, input_file: Path | None = 
                                     pipeline.build_dir, str(source), force=force,
                                     min_output_share=pipeline.min_output_share, total=lines_in(source))
 
+
+def run(ctx: PipelineContext, settings: Any = None) -> StageSummary:
+    """The stage contract (fcbench.stage) for `kind: conversation`."""
+    environment = ctx.config.environment
+    if ctx.offline and environment is not None and environment.kind == "simulated":
+        raise UserError(f"pipeline {ctx.config.name!r}: the filter re-executes calls in the response simulator "
+                        "(environment kind 'simulated'), an LLM, which --offline does not use")
+    filtered = run_conversation_filter(ctx.config, input_of(settings), force=ctx.force)
+    return StageSummary("filter", filtered.counts, filtered.reasons, filtered.outputs, report=filtered)

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any, Sequence
 
+from fcbench.errors import ItemRejected
 from fcbench.conversation import Scenario, tool_call, tool_result
 from fcbench.checks.derivation import is_iso_date
 from fcbench.environments import Environment
@@ -51,15 +52,6 @@ EMPTY_CLOSING = ("Too bad. Thanks for checking anyway.", "I'm sorry I could not 
 CLOSINGS = [("Thanks, that is all I needed.", "You're welcome, have a good trip!"),
             ("Great, thank you for your help.", "Glad I could help. Enjoy your travels!"),
             ("Perfect. Nothing else for now.", "All right. Have a nice day!")]
-
-
-class SimulationFailed(Exception):
-    """This attempt cannot play the scenario; `reason` is counted in the stage summary."""
-
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(f"{reason}: {detail}")
-        self.reason = reason
-        self.detail = detail
 
 
 @dataclass
@@ -94,7 +86,7 @@ class _Agent:
             try:
                 arguments = dict(resolve_arguments(call.arguments, self.outputs, CallSite(call.label, call.name)))
             except UnresolvedReference as exc:
-                raise SimulationFailed("unresolved_reference", str(exc)) from None
+                raise ItemRejected("unresolved_reference", str(exc)) from None
             arguments.update((overrides or {}).get(call.label, {}))
             self.calls_made += 1
             planned.append((f"var_{self.calls_made}", call, arguments))
@@ -110,7 +102,7 @@ class _Agent:
             elif expect_failure:
                 self.failed.append(label)
             else:
-                raise SimulationFailed("execution_failed", f"{call.name}: {outcome.error}")
+                raise ItemRejected("execution_failed", f"{call.name}: {outcome.error}")
             results.append((label, response, outcome.ok))
         return results
 
@@ -309,7 +301,7 @@ def plan_for(scenario: Scenario, graph: FeedGraph, pools: ValuePools, phrases: P
     try:
         return propose_draft(request, graph, pools, phrases, environment, tools)
     except PlanFailed as exc:
-        raise SimulationFailed("no_executable_plan", str(exc)) from None
+        raise ItemRejected("no_executable_plan", str(exc)) from None
 
 
 def simulate(scenario: Scenario, plan: ProposedDraft, environment: Environment, seed: str,
@@ -317,7 +309,7 @@ def simulate(scenario: Scenario, plan: ProposedDraft, environment: Environment, 
     """Play `plan` as a conversation with the scenario's complexities (see the module doc)."""
     unsupported = sorted(set(scenario.complexities) - OFFLINE_COMPLEXITIES)
     if unsupported:
-        raise SimulationFailed("offline_unsupported", f"the rule-based simulator cannot play {unsupported[0]}; "
+        raise ItemRejected("offline_unsupported", f"the rule-based simulator cannot play {unsupported[0]}; "
                                "use an LLM (drop --offline / conversation.offline)")
     rng = random.Random(seed)
     complexities = set(scenario.complexities)
@@ -339,7 +331,7 @@ def simulate(scenario: Scenario, plan: ProposedDraft, environment: Environment, 
     failing: tuple[Call, str, str] | None = None
     if "underfilled_parameters" in complexities:
         if not dates:
-            raise SimulationFailed("no_value_to_hold_back", "the plan states no date the user could leave out")
+            raise ItemRejected("no_value_to_hold_back", "the plan states no date the user could leave out")
         call, name, iso = dates[rng.randrange(len(dates))]
         said = _mentioned(query, iso) or iso
         opening = f"{_leave_out(opening, said)} I am not sure about the {_spoken(name)} yet."
@@ -347,7 +339,7 @@ def simulate(scenario: Scenario, plan: ProposedDraft, environment: Environment, 
     if "goal_correction" in complexities:
         candidates = [item for item in dates if held_back is None or _mentioned(query, item[2]) != held_back[0]]
         if not candidates:
-            raise SimulationFailed("no_value_to_correct", "the plan states no date the user could get wrong")
+            raise ItemRejected("no_value_to_correct", "the plan states no date the user could get wrong")
         call, name, iso = candidates[rng.randrange(len(candidates))]
         said = _mentioned(query, iso) or iso
         wrong = spell_date((date.fromisoformat(iso) + timedelta(days=1)).isoformat())
@@ -357,7 +349,7 @@ def simulate(scenario: Scenario, plan: ProposedDraft, environment: Environment, 
         candidates = [item for item in dates if (held_back is None or _mentioned(query, item[2]) != held_back[0])
                       and (corrected is None or _mentioned(query, item[2]) != corrected[1])]
         if not candidates:
-            raise SimulationFailed("no_value_to_fail", "the plan states no date the API could refuse")
+            raise ItemRejected("no_value_to_fail", "the plan states no date the API could refuse")
         failing = candidates[rng.randrange(len(candidates))]
         opening = opening.replace(_mentioned(query, failing[2]) or failing[2], IMPOSSIBLE_DATE)
     if "overfilled_parameters" in complexities:
@@ -379,7 +371,7 @@ def simulate(scenario: Scenario, plan: ProposedDraft, environment: Environment, 
             results = agent.call_step(step, {fail_call.label: {fail_name: IMPOSSIBLE_DATE}}, expect_failure=True)
             errors = [response for _, response, ok in results if not ok]
             if not errors:
-                raise SimulationFailed("exception_not_raised", f"{fail_call.name} accepted {IMPOSSIBLE_DATE}")
+                raise ItemRejected("exception_not_raised", f"{fail_call.name} accepted {IMPOSSIBLE_DATE}")
             error_text = str(errors[0].get("error", "an error")) if isinstance(errors[0], dict) else "an error"
             agent.say(f"The service refused that request: {_plain_error(error_text)}. Which date did you mean "
                       f"instead of {IMPOSSIBLE_DATE}?", ["agent_inform_user", "agent_seek_information"],
@@ -401,7 +393,7 @@ def simulate(scenario: Scenario, plan: ProposedDraft, environment: Environment, 
     if "follow_up" in complexities:
         asked = _follow_up_field(result, said)
         if asked is None:
-            raise SimulationFailed("nothing_to_follow_up", f"{last.name}'s response has no plain field to ask about")
+            raise ItemRejected("nothing_to_follow_up", f"{last.name}'s response has no plain field to ask about")
         key, value, in_list = asked
         if in_list:
             agent.say_user(f"What is the {_spoken(key)} of the first one?")
@@ -423,5 +415,5 @@ def simulate(scenario: Scenario, plan: ProposedDraft, environment: Environment, 
     agent.say(agent_text, ["agent_other"], [])
     user_turns = sum(1 for message in agent.messages if message["role"] == "user")
     if user_turns > max_turns:
-        raise SimulationFailed("turn_cap", f"{user_turns} user turns, over the cap of {max_turns}")
+        raise ItemRejected("turn_cap", f"{user_turns} user turns, over the cap of {max_turns}")
     return DraftedConversation(agent.messages, agent.failed, plan.query)

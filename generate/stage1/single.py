@@ -29,7 +29,7 @@ from fcbench.checks.constraints import PICKS_META, PickRulesError, PickSpec, loa
 from fcbench.stage import DRAFTS, pipeline_catalog
 from fcbench.environments import Environment
 from fcbench.environments.from_config import environment_for
-from fcbench.errors import UserError
+from fcbench.errors import ItemRejected, UserError
 from fcbench.json_values import json_leaves_with_paths
 from fcbench.formats import read_samples
 from fcbench.jsonl import StagedFile, iter_json_lines
@@ -43,6 +43,7 @@ from generate.stage1.graph_sampler import (DEFAULT_PHRASES, DraftRequest, FeedGr
                                     build_feed_graph, cross_domain_flags, propose_draft, sample_tool_subset, tool_domain)
 from generate.common import PROMPTS, in_windows, user_query_parser, value_pools_path
 from generate.slots import ValuePools, load_value_pools
+from fcbench.stage import PipelineContext, StageSummary
 
 QUERY_PROMPT = PROMPTS / "stage1_query.txt"
 SOLVE_PROMPT = PROMPTS / "stage1_solve.txt"
@@ -79,13 +80,6 @@ class Stage1Result:
     @property
     def rejects(self) -> list[dict[str, Any]]:
         return [line.value for line in iter_json_lines(self.rejects_path) if line.error is None]
-
-
-@dataclass
-class _Reject(Exception):
-    reason: str
-    detail: str
-    raw: str | None = None
 
 
 # --------------------------------------------------------------------------------- the stage
@@ -330,10 +324,10 @@ class LLMDrafter:
         try:
             query = await self._write_query(index, offered)
             calls, final_text, failed = await self._solve(index, query, offered)
-        except _Reject as reject:
+        except ItemRejected as reject:
             record = {"id": sample_id, "reason": reject.reason, "detail": reject.detail, "sampled_tools": list(subset.tools)}
-            if reject.raw is not None:
-                record["raw"] = reject.raw
+            if reject.raw_text is not None:
+                record["raw"] = reject.raw_text
             return record
         query_prompt, solve_prompt = self.prompts
         return Sample(
@@ -359,7 +353,7 @@ class LLMDrafter:
                               sample_index=index, prompt_hash=prompt.sha256)
         outcome = await self.client.complete(request, user_query_parser(offered))
         if isinstance(outcome, LLMRejection):
-            raise _Reject("stage1.unusable_query", outcome.reason, outcome.raw_text)
+            raise ItemRejected("stage1.unusable_query", outcome.reason, outcome.raw_text)
         return outcome.parsed
 
     async def _solve(self, index: int, query: str, offered: Sequence[Tool]) -> tuple[list[list[Call]], str, list[str]]:
@@ -377,14 +371,14 @@ class LLMDrafter:
             request = ChatRequest(messages=list(messages), tools=specs, sample_index=index, prompt_hash=prompt.sha256)
             outcome = await self.client.complete(request)
             if isinstance(outcome, LLMRejection):
-                raise _Reject("stage1.llm_failed", outcome.reason, outcome.raw_text)
+                raise ItemRejected("stage1.llm_failed", outcome.reason, outcome.raw_text)
             completion = outcome.completion
             if not completion.tool_calls:
                 if not steps:
-                    raise _Reject("stage1.no_calls", "the model answered without calling a tool", completion.raw_text)
+                    raise ItemRejected("stage1.no_calls", "the model answered without calling a tool", completion.raw_text)
                 return steps, completion.content or "", failed
             if turn == max_steps:
-                raise _Reject("stage1.max_steps", f"still calling tools after max_steps={max_steps} steps",
+                raise ItemRejected("stage1.max_steps", f"still calling tools after max_steps={max_steps} steps",
                               completion.raw_text)
             planned = [(call, _tool_arguments(call, names)) for call in completion.tool_calls]
             outcomes = self.environment.call_step([(call.name, arguments) for call, arguments in planned])
@@ -405,15 +399,15 @@ class LLMDrafter:
 
 def _tool_arguments(call: Any, names: set[str]) -> dict[str, Any]:
     if call.name not in names:
-        raise _Reject("stage1.unknown_tool", f"the model called {call.name!r}, which is not among the offered tools",
+        raise ItemRejected("stage1.unknown_tool", f"the model called {call.name!r}, which is not among the offered tools",
                       json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False))
     try:
         arguments = json.loads(call.arguments or "{}")
     except json.JSONDecodeError as exc:
-        raise _Reject("stage1.bad_tool_arguments", f"{call.name}: arguments are not JSON ({exc.msg})",
+        raise ItemRejected("stage1.bad_tool_arguments", f"{call.name}: arguments are not JSON ({exc.msg})",
                       call.arguments) from None
     if not isinstance(arguments, dict):
-        raise _Reject("stage1.bad_tool_arguments", f"{call.name}: arguments are not a JSON object", call.arguments)
+        raise ItemRejected("stage1.bad_tool_arguments", f"{call.name}: arguments are not a JSON object", call.arguments)
     return arguments
 
 
@@ -461,3 +455,11 @@ def reference_earlier_outputs(steps: list[list[Call]], query: str) -> list[list[
         rewritten.append(new_step)
         seen.extend((call.label, list(json_leaves_with_paths(call.response))) for call in step)
     return rewritten
+
+
+def run(ctx: PipelineContext, settings: Any = None) -> StageSummary:
+    """The stage contract (fcbench.stage): drafts by the LLM, or by the graph sampler when the
+    pipeline or this run is offline."""
+    offline = not ctx.uses_llm or ctx.config.stages.stage1.offline
+    result = run_stage1(ctx.config, offline=offline, force=ctx.force)
+    return StageSummary.of("stage1", result.summary, report=result)

@@ -16,7 +16,7 @@ from fcbench.catalog import load_tools_file
 from fcbench.config import LLMConfig, load_pipelines
 from fcbench.environments.python_env import PythonEnvironment
 from fcbench.environments.execution import execute_gold_path
-from fcbench.pipeline.run import run_filter_stage
+from fcbench.filter.single import run_filter_stage
 from fcbench.sample import Call, Sample, sample_to_dict
 from fcbench.llm.cache import RequestCache
 from fcbench.llm.client import LLMClient

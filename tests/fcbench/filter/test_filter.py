@@ -111,14 +111,14 @@ def test_a_killed_filter_resumes_to_the_same_files_as_a_clean_run(tmp_path):
 
 def test_the_filter_reads_the_junior_filled_candidates_when_annotators_fill_stage3(tmp_path):
     from fcbench.config import load_pipelines
-    from fcbench.pipeline.run import filter_input_path
+    from fcbench.stage import filter_input
 
     pipelines = tmp_path / "pipelines.yaml"
     pipelines.write_text("pipelines:\n  a:\n    dataset_dir: a\n    stages: {stage3: {fill: annotators}}\n"
                          "  b:\n    dataset_dir: b\n    stages: {stage3: {fill: llm}}\n")
     config = load_pipelines(pipelines)
-    assert filter_input_path(config.get_pipeline("a")).name == "candidates.filled.jsonl"
-    assert filter_input_path(config.get_pipeline("b")).name == "candidates.jsonl"
+    assert filter_input(config.get_pipeline("a")).path.name == "candidates.filled.jsonl"
+    assert filter_input(config.get_pipeline("b")).path.name == "candidates.jsonl"
 
 
 def test_an_undecided_semantic_check_rejects_and_is_decided_again_on_a_rerun(tmp_path):
