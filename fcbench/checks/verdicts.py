@@ -17,6 +17,7 @@ from fcbench.config import FilterConfig
 from fcbench.checks.constraints import pick_problems
 from fcbench.environments.execution import GoldPathResult
 from fcbench.checks.grounding import grounding_report
+from fcbench.checks.query_text import query_text_problems
 from fcbench.references import is_reference
 from fcbench.sample import Sample
 from fcbench.checks.validate import semantic_problems
@@ -30,6 +31,7 @@ DECIDE_AGAIN_ON_RERUN = frozenset({UNDECIDED_SEMANTIC})
 class FilterCategory(str, Enum):
     PASSED = "passed"
     FAILED_FORMAT = "failed_format"
+    FAILED_TEXT = "failed_text"  # the query reads wrong (fcbench.checks.query_text): reasons text.*
     FAILED_GROUNDING = "failed_grounding"
     FAILED_EXECUTION = "failed_execution"
     FAILED_REPRODUCTION = "failed_reproduction"
@@ -88,6 +90,9 @@ def static_verdict(sample: Sample, settings: FilterConfig, semantic_check: bool 
             if issue is not None:
                 return _reject(sample.id, FilterCategory.FAILED_FORMAT, f"format.{issue.kind}",
                                f"{call.label}: {issue.message}")
+    text = text_verdict(sample)
+    if text is not None:
+        return text
     report = grounding_report(sample)
     notes = [f"ungrounded value {value.describe()}" for value in report.ungrounded]
     derived = [value.as_dict() for value in report.derived]
@@ -99,6 +104,24 @@ def static_verdict(sample: Sample, settings: FilterConfig, semantic_check: bool 
         return Verdict(sample.id, FilterCategory.PASSED, derived=derived,
                        deferred=[value.describe() for value in report.ungrounded])
     return Verdict(sample.id, FilterCategory.PASSED, notes=notes, derived=derived)
+
+
+def text_verdict(sample: Sample) -> Verdict | None:
+    """The query text lint over every user message (fcbench.checks.query_text): a reject
+    `text.<code>` naming the first glitch of the first message that has one, else None. Cheap (a
+    few regular expressions per message), so it runs before grounding and execution."""
+    user_messages = [m for m in sample.messages if m.get("role") == "user"]
+    for turn in sample.turns or []:
+        user_messages += [m for m in turn.messages if m.get("role") == "user"]
+    texts = [m.get("content") for m in user_messages if isinstance(m.get("content"), str)]
+    for number, text in enumerate(texts, start=1):
+        problems = query_text_problems(text, sample.tools)
+        if problems:
+            where = f"user message {number}: " if len(texts) > 1 else ""
+            detail = "; ".join(problem.describe() for problem in problems[:3])
+            more = f" (+{len(problems) - 3} more)" if len(problems) > 3 else ""
+            return _reject(sample.id, FilterCategory.FAILED_TEXT, problems[0].reason, f"{where}{detail}{more}")
+    return None
 
 
 # ------------------------------------------------------------------------------- execution checks

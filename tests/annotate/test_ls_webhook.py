@@ -206,7 +206,7 @@ def test_webhook_checks_like_pull_sends_broken_work_back_and_loses_nothing(studi
         views = raw_request(studio.client, "GET", "api/dm/views/", params={"project": junior.project_id}).json()
         assert "tasks:data.variant_html" in next(item for item in views if item["data"]["title"] == VIEW_TITLE)[
             "data"]["hiddenColumns"]["explore"]
-        hooked, _ = _wait(lambda: studio.client.webhooks.list(project=junior.project_id))
+        hooked, _ = _wait(lambda: studio.client.webhooks.list(project=junior.project_id), timeout=DEADLINE_S)
         assert [hook.url for hook in hooked] == [receiver["url"]]
         junior_task = studio.client.tasks.get(id=str(junior.task_ids[0]))
         unfilled = studio.client.annotations.create(id=junior_task.id, lead_time=2.0, result=[
@@ -221,9 +221,8 @@ def test_webhook_checks_like_pull_sends_broken_work_back_and_loses_nothing(studi
         assert stopped.exit_code == 0 and "stopped" in stopped.stdout
         # switched off on the way out: nothing is sent to a port another program may take later
         assert [hook.is_active for hook in studio.client.webhooks.list(project=pushed.project_id)] == [False]
-        began = time.monotonic()
         unchecked = _annotate(studio, tasks["two-cities"], tasks["two-cities"].data["path_json"], "accept")
-        print(f"annotation saved with the receiver down in {time.monotonic() - began:.2f} s")
+        assert unchecked.id  # saved although the hook's receiver is gone (Label Studio gives up on it)
         time.sleep(1)
         assert _check_of(studio, tasks["two-cities"].id, unchecked.id) is None
         final = run_stage2_pull(pipeline, connection=studio.connection)
@@ -240,7 +239,7 @@ def test_webhook_checks_like_pull_sends_broken_work_back_and_loses_nothing(studi
         hooks = studio.client.webhooks.list(project=pushed.project_id)
         assert [(hook.url, hook.is_active) for hook in hooks] == [(again["url"], True)]
         # and it catches up on what was annotated while it was down
-        caught, waited = _wait(lambda: _check_of(studio, tasks["two-cities"].id, unchecked.id))
+        caught, waited = _wait(lambda: _check_of(studio, tasks["two-cities"].id, unchecked.id), timeout=DEADLINE_S)
         assert caught is not None and caught["verdict"] == "passes", waited
     finally:
         runner.invoke(app, ["studio", "webhook", "hook", *cli, "--stop"])
@@ -286,7 +285,7 @@ def test_a_sent_back_task_comes_back_in_label_all_tasks_and_is_released_once_fix
             path.fill(task.data["path_json"])  # repaired: the draft's path was right after all
             page.keyboard.press("Tab")
             page.get_by_test_id("bottombar-submit-button").click()
-            resubmitted, _ = _wait(lambda: len(_task(studio, task.id)["annotations"]) == 3)
+            resubmitted, _ = _wait(lambda: len(_task(studio, task.id)["annotations"]) == 3, timeout=DEADLINE_S)
             assert resubmitted  # the broken annotation, the marker, and the new one: nothing lost
         finally:
             browser.close()
