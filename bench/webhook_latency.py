@@ -18,6 +18,7 @@ import argparse
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -79,8 +80,6 @@ def main() -> int:
     env = {**os.environ, "FCBENCH_LS_URL": connection.url, "FCBENCH_LS_TOKEN": connection.token}
     hook = [sys.executable, "-m", "fcbench.cli", "studio", "webhook", "hooked", "--file", str(pipelines),
             "--dir", str(studio.root)]
-    import subprocess
-
     subprocess.run(hook, check=True, env=env, cwd=REPO, capture_output=True)
     latencies: list[float] = []
     try:
