@@ -76,6 +76,11 @@ class EnvironmentConfig(_Config):
     record: bool = False  # http: call the server and record (what `--record` sets); default: replay offline
     timeout_s: float = Field(10.0, gt=0, le=3600)  # seconds per call
     memory_mb: int = Field(512, ge=16, le=1_048_576)  # MiB per worker
+    # python: what tools may see and write beyond their sandbox (fcbench/environments/sandbox.py):
+    # environment variables besides the allow-list, folders besides their private one, file size cap
+    pass_env: list[str] = Field(default_factory=list)
+    writable: list[str] = Field(default_factory=list)
+    max_file_mb: int = Field(256, ge=1, le=1_048_576)
     workers: int = Field(2, ge=1, le=1024)
     # python only: `local` = the worker pool of this machine; `ray` = the same workers driven by
     # Ray tasks (see `ray:`), for clusters

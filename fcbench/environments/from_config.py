@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from fcbench.config import PipelineConfig
 from fcbench.stage import pipeline_catalog
@@ -55,7 +55,7 @@ def _python_environment(pipeline: PipelineConfig, tools: list[Tool]) -> Environm
             return _ray_environment(pipeline, tools)
         return PythonEnvironment(pipeline.resolve(settings.module), tools, workers=settings.workers,
                                  timeout=settings.timeout_s, memory_limit_mb=settings.memory_mb,
-                                 seed=pipeline.seed)
+                                 seed=pipeline.seed, **_sandbox_settings(pipeline))
     except EnvironmentStartError as exc:
         raise UserError(f"pipeline {pipeline.name!r}: {exc}") from None
 
@@ -109,7 +109,15 @@ def _ray_environment(pipeline: PipelineConfig, tools: Sequence[Tool]) -> Environ
     return RayEnvironment(pipeline.resolve(settings.module), tools, address=ray.address,
                           num_cpus=ray.num_cpus or (settings.workers if ray.address is None else None), paths_per_task=ray.paths_per_task,
                           max_retries=ray.max_retries, object_store_mb=ray.object_store_mb,
-                          timeout=settings.timeout_s, memory_limit_mb=settings.memory_mb, seed=pipeline.seed)
+                          timeout=settings.timeout_s, memory_limit_mb=settings.memory_mb, seed=pipeline.seed,
+                          **_sandbox_settings(pipeline))
+
+
+def _sandbox_settings(pipeline: PipelineConfig) -> dict[str, Any]:
+    """What the pipeline lets its tools see and write beyond the sandbox's defaults (sandbox.py)."""
+    settings = pipeline.environment
+    return {"pass_env": list(settings.pass_env), "writable": [pipeline.resolve(path) for path in settings.writable],
+            "max_file_mb": settings.max_file_mb}
 
 
 def _simulated_environment(pipeline: PipelineConfig, tools: list[Tool]) -> Environment:
