@@ -86,6 +86,7 @@ def _http_environment(pipeline: PipelineConfig, tools: list[Tool]) -> Environmen
 
     return HttpEnvironment(tools, base_url=settings.base_url, base_urls=settings.base_urls, timeout=settings.timeout_s,
                            auth_env=settings.auth_env, auth_header=settings.auth_header, auth_scheme=settings.auth_scheme,
+                           auth_in=settings.auth_in,
                            record_path=store_path, retries=settings.retries, max_per_host=settings.max_per_host,
                            max_response_bytes=int(settings.max_response_mb * 1024 * 1024))
 
