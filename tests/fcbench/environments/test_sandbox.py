@@ -175,3 +175,43 @@ def test_a_worker_killed_for_its_timeout_takes_its_children_along(tmp_path):
         assert timed_out.reason is ErrorReason.TIMEOUT
         assert _gone_within(marker)
         assert environment.call("where_am_i", {}).ok  # the replacement serves
+
+
+def test_a_tool_that_returns_the_environment_puts_no_secret_in_samples_or_exports(tmp_path, planted):
+    """The filter keeps each executed response in its sample, and the export publishes it: a tool that
+    returns os.environ is the shortest way a key would leak into a published benchmark."""
+    from typer.testing import CliRunner
+
+    from fcbench.cli import app
+
+    (tmp_path / "data").mkdir()
+    tool = {"name": "read_environment", "description": "Every environment variable the tool can see.",
+            "parameters": {"type": "object", "properties": {}},
+            "returns": {"type": "object", "properties": {"variables": {"type": "object"}}}}
+    (tmp_path / "data" / "tools.json").write_text(json.dumps([tool]))
+    candidates = [{"id": f"env-{n}", "domain": "system", "messages": [{"role": "user", "content": "Show the environment."}],
+                   "tools": [tool], "calls": [[{"label": "var_1", "name": "read_environment", "arguments": {}}]]}
+                  for n in range(3)]
+    (tmp_path / "data" / "candidates.jsonl").write_text("".join(json.dumps(line) + "\n" for line in candidates))
+    (tmp_path / "pipelines.yaml").write_text(f"""pipelines:
+  envleak:
+    dataset_dir: data
+    seed: 1
+    domains: [system]
+    tools: data/tools.json
+    environment: {{kind: python, module: {TOOLS}, timeout_s: 10}}
+    stages:
+      filter: {{input: data/candidates.jsonl, grounding: report}}
+      export: {{split: ratio, ratios: {{test: 1.0}}, formats: [parquet, fcbench]}}
+""")
+    runner = CliRunner()
+    filtered = runner.invoke(app, ["filter", "envleak", "--file", str(tmp_path / "pipelines.yaml")])
+    assert filtered.exit_code == 0, filtered.output
+    exported = runner.invoke(app, ["export", "envleak", "--file", str(tmp_path / "pipelines.yaml")])
+    assert exported.exit_code == 0, exported.output
+    validated = (tmp_path / "data" / "build" / "validated.jsonl").read_text()
+    assert validated.count('"FCBENCH_NETWORK"') == 3 and '"PATH"' in validated  # the tool did answer, kept
+    leaked = {name: [str(path.relative_to(tmp_path)) for path in tmp_path.rglob("*")
+                     if path.is_file() and secret.encode() in path.read_bytes()]
+              for name, secret in planted.items()}
+    assert leaked == {name: [] for name in planted}
