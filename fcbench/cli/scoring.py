@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-
+import re
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -11,8 +11,8 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
-from fcbench.cli.common import (_count_table, BATCH_HELP, _load_pipeline, app, console, print_json,
-                                user_errors)
+from fcbench.cli.common import (_count_table, BATCH_HELP, _load_pipeline, app, console, exit_if_nothing_kept,
+                                print_json, user_errors)
 from fcbench.errors import UserError
 
 PANEL = "Scoring"
@@ -130,10 +130,22 @@ def score(
             print(note, file=sys.stderr)
     else:
         _print_score(metric, compat, predictions, result)
-    for line in gold_set_lines(result.gold_set):
+    listing = result.gold_set
+    if listing.get("answered") == 0:  # not one line answers a gold item: say why, exit 1
+        lines = listing["answered"] + listing["duplicate_lines"] + listing["foreign_lines"] + listing["unreadable_lines"]
+        exit_if_nothing_kept(lines, 0, "prediction line", "answers no gold item", unanswering_reasons(listing))
+    for line in gold_set_lines(listing):
         print(f"warning: {line}", file=sys.stderr)
     if result.unusable:
         raise UserError(result.unusable)
+
+
+def unanswering_reasons(listing: dict[str, Any]) -> list[str]:
+    """Why each line answers no gold item, without its particulars (a JSON error's position)."""
+    reasons = ["its id is not in the gold" for _ in listing.get("foreign", [])]
+    reasons += [re.sub(r": line \d+ column \d+ \(char \d+\)$", "", str(entry["error"]))
+                for entry in listing.get("unreadable", [])]
+    return reasons
 
 
 def gold_set_lines(listing: dict[str, Any], shown: int = 5) -> list[str]:
