@@ -51,7 +51,7 @@ import threading
 import time
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
@@ -360,6 +360,7 @@ class HttpEnvironment(Environment):
             self.store, self.journal = RecordingJournal.open(self.record_path, self.tools.values())
         else:
             self.store = record_to
+        self._scrub_store()
         self.sent = 0  # requests that went on the wire (retries included)
         self.from_store = 0  # record mode: calls answered from what an earlier run recorded
 
@@ -403,6 +404,16 @@ class HttpEnvironment(Environment):
         return outcome
 
     # ---- secrets
+    def _scrub_store(self) -> None:
+        """A store recorded before secrets were redacted (or with an echo this run now knows to be a
+        secret) is cleaned in memory; a recording run writes it back clean when it closes."""
+        if self.store is None or not self._secrets:
+            return
+        for key, call in list(self.store.calls.items()):
+            clean = self._secrets.redact(call.response)
+            if clean != call.response:
+                self.store.calls[key] = replace(call, response=clean)
+
     def _note_security_values(self, meta: Mapping[str, Any], request: HttpRequest) -> None:
         """A value sent in a slot the description declares as a security scheme is a secret."""
         openapi = meta.get("openapi")

@@ -118,10 +118,25 @@ class _Worker:
         self.buffer = bytearray(rest)
         return lines
 
+    def _ended(self, timeout: float) -> tuple[bool, int]:
+        """Whether the worker has ended (within `timeout`), and how, WITHOUT reaping it: until it is
+        reaped its pid cannot be reused, so killing its process group by that id cannot hit another
+        program's group. Returns (ended, code), code < 0 for a signal as in Popen.returncode."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                info = os.waitid(os.P_PID, self.process.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG)
+            except ChildProcessError:  # reaped already (by Popen): its returncode says how
+                return True, self.process.returncode if self.process.returncode is not None else 0
+            if info is not None and info.si_pid == self.process.pid:
+                return True, info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+            if time.monotonic() >= deadline:
+                return False, 0
+            time.sleep(0.01)
+
     def death_note(self) -> str:
-        try:
-            code = self.process.wait(timeout=1.0)
-        except subprocess.TimeoutExpired:
+        ended, code = self._ended(1.0)
+        if not ended:
             return "worker closed its answer pipe"
         if code < 0:
             note = f"worker killed by signal {signal.Signals(-code).name}"
@@ -132,7 +147,8 @@ class _Worker:
         return f"{note}: {last_lines[0]}" if last_lines else note
 
     def kill(self) -> None:
-        """The worker and everything its tools started (its process group)."""
+        """The worker and everything its tools started (its process group; the worker is not
+        reaped before, see `_ended`)."""
         kill_process_group(self.process.pid)
         self.process.wait()
         self._close_fds()
@@ -144,10 +160,7 @@ class _Worker:
             os.close(self.request_fd)
         except OSError:
             pass
-        try:
-            self.process.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            pass
+        self._ended(grace)  # not reaped: the group id stays ours until the wait below
         kill_process_group(self.process.pid)
         self.process.wait()
         self._close_fds(request=False)

@@ -13,6 +13,7 @@ replaced by `[redacted:NAME]` before the environment hands the outcome to anyone
 from __future__ import annotations
 
 import json
+import threading
 import urllib.parse
 from collections.abc import Mapping
 from typing import Any
@@ -25,7 +26,8 @@ class SecretRedactor:
 
     def __init__(self) -> None:
         self._forms: dict[str, str] = {}  # a form a secret may be echoed in -> its placeholder
-        self._ordered: list[tuple[str, str]] = []
+        self._ordered: list[tuple[str, str]] = []  # replaced whole on each add: readers need no lock
+        self._lock = threading.Lock()  # the calls of a step add secrets from several threads
 
     def add(self, name: str, value: str | None) -> None:
         if not value or len(value) < MIN_SECRET_LENGTH:
@@ -33,16 +35,19 @@ class SecretRedactor:
         placeholder = f"[redacted:{name}]"
         forms = {value, urllib.parse.quote(value, safe=""), urllib.parse.quote_plus(value),
                  json.dumps(value, ensure_ascii=False)[1:-1], json.dumps(value)[1:-1]}
-        for form in forms:
-            self._forms.setdefault(form, placeholder)
-        # longest first: a form that contains another is replaced whole
-        self._ordered = sorted(self._forms.items(), key=lambda item: -len(item[0]))
+        with self._lock:
+            if all(form in self._forms for form in forms):
+                return
+            for form in forms:
+                self._forms.setdefault(form, placeholder)
+            # longest first: a form that contains another is replaced whole
+            self._ordered = sorted(self._forms.items(), key=lambda item: -len(item[0]))
 
     def __bool__(self) -> bool:
         return bool(self._forms)
 
     def text(self, value: str) -> str:
-        for form, placeholder in self._ordered:
+        for form, placeholder in self._ordered:  # this list is never mutated, only replaced
             if form in value:
                 value = value.replace(form, placeholder)
         return value

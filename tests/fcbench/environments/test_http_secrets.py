@@ -20,7 +20,7 @@ from fcbench.catalog.openapi import import_openapi
 from fcbench.cli import app
 from fcbench.environments import ErrorReason
 from fcbench.environments.http_env import HttpEnvironment
-from fcbench.environments.recorded import load_store_and_journal
+from fcbench.environments.recorded import STORE_FORMAT, load_store_and_journal
 
 TOKEN = "tok-echoed-9f3a61c2e7"
 KEY = "key-query-4b1d0e55aa"
@@ -214,3 +214,16 @@ def test_new_record_filter_export_with_an_echoing_api_write_the_token_nowhere(ap
     assert _grep(tmp_path, TOKEN) == []  # recorded store, drafts, validated, rejects, summaries, export
     outputs = created.output + drafted.output + filtered.output + exported.output
     assert TOKEN not in outputs
+
+
+def test_a_store_recorded_before_redaction_is_cleaned_by_the_next_recording(api, tmp_path, monkeypatch):
+    monkeypatch.setenv("MY_API_TOKEN", TOKEN)
+    tools = import_openapi([description(tmp_path / "weather.yaml")]).tools
+    store = tmp_path / "recorded.json"
+    store.write_text(json.dumps({"format": STORE_FORMAT, "calls": [  # as the token landed there before
+        {"name": "getWeather", "arguments": {"cityId": "SYD"},
+         "response": {"city": "SYD", "echo": {"headers": {"Authorization": f"Bearer {TOKEN}"}}}}]}))
+    with HttpEnvironment(tools, base_url=api, auth_env="MY_API_TOKEN", record_path=store) as environment:
+        replayed = environment.call("getWeather", {"cityId": "SYD"})  # answered from the store, not sent
+    assert EchoApi.seen == [] and TOKEN not in json.dumps(replayed.response)
+    assert TOKEN not in store.read_text() and "[redacted:MY_API_TOKEN]" in store.read_text()
