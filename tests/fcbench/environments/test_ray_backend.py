@@ -138,8 +138,8 @@ def test_a_batch_lost_beyond_its_retries_is_a_user_error_and_a_rerun_converges(c
 
 def test_the_worker_guards_apply_inside_ray_tasks(cluster):
     bad_tools = TEST_DATA / "bad_tools.py"
-    with RayEnvironment(bad_tools, timeout=2.5, memory_limit_mb=512) as environment, \
-            PythonEnvironment(bad_tools, workers=1, timeout=2.5, memory_limit_mb=512) as local:
+    with RayEnvironment(bad_tools, timeout=10, memory_limit_mb=512) as environment, \
+            PythonEnvironment(bad_tools, workers=1, timeout=10, memory_limit_mb=512) as local:
         assert environment.memory_capped and environment.tool_names == local.tool_names
         expected = {"hangs": ErrorReason.TIMEOUT,
                     "allocates_without_bound": ErrorReason.MEMORY, "dies": ErrorReason.WORKER_DIED,
