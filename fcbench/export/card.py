@@ -225,7 +225,8 @@ def _construction_section(info: CardInfo) -> list[str]:
     if info.stage_summaries:
         lines += ["### Stage results", ""]
         lines += _table(["stage", "input", "outcome"],
-                        [[data_text(stage), _number_or_literal(summary.get("total", "-")), _summary_counts(summary)]
+                        [[data_text(stage), _number_or_literal(summary["total"]) if "total" in summary else "-",
+                          _summary_counts(summary)]
                          for stage, summary in info.stage_summaries.items()])
     lines += ["### Provenance of the exported samples", ""]
     lines += _counter_table("stage", tally.stages, "No sample records the stage that made it.")
