@@ -64,7 +64,7 @@ class LabelingSession:
     def shows_a_skip(self) -> bool:
         """Whether the annotation shown is a skipped one (its bottom bar offers "Cancel skip")."""
         bar = self.page.locator(".lsf-bottombar")
-        return bar.count() > 0 and "Cancel skip" in bar.first.inner_text()
+        return bar.count() > 0 and "Cancel skip" in bar.first.inner_text(timeout=RENDER_TIMEOUT_MS)
 
     def replace_raw_path(self, text: str) -> None:
         """Replace the whole raw JSON path (pasting a corrected path), and leave the field."""
@@ -89,7 +89,7 @@ class LabelingSession:
 
     def sample_id(self) -> str:
         # the draft's header ("sample ID · domain"); a sent-back task shows its feedback above it
-        match = _SAMPLE.search(self.page.inner_text(".lsf-main-view"))
+        match = _SAMPLE.search(self.page.inner_text(".lsf-main-view", timeout=RENDER_TIMEOUT_MS))  # 500 kB: slow
         if match is None:
             raise AssertionError("the labeling page shows no fcbench draft")
         return match.group(1)
