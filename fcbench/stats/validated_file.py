@@ -247,7 +247,9 @@ def read_validated_parallel(source: Path, make: Callable[[Sample], Any], workers
             if failed:
                 for process in list((getattr(pool, "_processes", None) or {}).values()):
                     process.terminate()
-            pool.shutdown(wait=not failed, cancel_futures=True)
+            # waited for even after a failure (its workers are gone by now): a pool left to the
+            # interpreter's exit can write to its closed wakeup pipe, a traceback after the error line
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _exit_with_parent(parent_pid: int, every_s: float = 0.5) -> None:
