@@ -311,14 +311,29 @@ def stages_of(pipeline: PipelineConfig) -> tuple[tuple[Stage, ...], dict[str, St
     return STAGES, dict(ON_DEMAND_STAGES)
 
 
+def stages_to_run(pipeline: PipelineConfig) -> tuple[Stage, ...]:
+    """The automatic stages `run` runs: from the first stage the pipeline declares in
+    pipelines.yaml to the report (the later stages run with their defaults when not declared). A
+    pipeline whose data comes in at the filter (nestful-math: the published samples are its
+    candidates, `stages.filter.input`) declares no stage1-3, so none of them runs; a pipeline that
+    declares no stage at all runs every stage. A `kind: conversation` pipeline runs all of its
+    stages (its stage1 is declared by its `conversation:` block)."""
+    stages = stages_of(pipeline)[0]
+    if pipeline.kind == "conversation":
+        return stages
+    declared = set(pipeline.declared_stages())
+    first = next((index for index, stage in enumerate(stages) if stage.name in declared), 0)
+    return stages[first:]
+
+
 def run_pipeline(pipeline: PipelineConfig, offline: bool = False, progress=None, force: bool = False) -> RunResult:
-    """`build-dataset run PIPELINE`: every automatic stage of STAGES in order: stage1 drafts, the
-    annotators' stage2 work read from a Label Studio export, stage3 variants, filter, export,
-    report. Each stage reads the previous stage's file and writes its own, so a stage can also be
-    re-run alone."""
+    """`build-dataset run PIPELINE`: the automatic stages in order (`stages_to_run`): stage1
+    drafts, the annotators' stage2 work read from a Label Studio export, stage3 variants, filter,
+    export, report. Each stage reads the previous stage's file and writes its own, so a stage can
+    also be re-run alone."""
     ctx = PipelineContext(pipeline, offline=offline, force=force)
     result = RunResult(pipeline.name, "", "")
-    for stage in stages_of(pipeline)[0]:
+    for stage in stages_to_run(pipeline):
         if progress is not None:
             progress(stage.name)
         result.stages[stage.name] = stage.run(ctx, None).as_dict()
