@@ -68,18 +68,27 @@ class LLMJudge(Generic[T]):
     """`await judge.ask_all(questions)`: one verdict (or `JudgeError`) per question, in order.
 
     A question is the mapping of `{{name}}` values the prompt file is rendered with; `read`
-    turns the answer's JSON object into the verdict or raises `ParseError`."""
+    turns the answer's JSON object into the verdict or raises `ParseError`.
 
-    def __init__(self, client: LLMClient, prompt: PromptFile, read: Callable[[dict[str, Any]], T]) -> None:
+    `answer_text`: for a published judge prompt that asks for another answer shape than a JSON
+    object (CallNavi's GPT score: "[[0.85]]"), turns the answer text into the object `read` gets
+    (or raises `ParseError`); the request then asks for no JSON response format."""
+
+    def __init__(self, client: LLMClient, prompt: PromptFile, read: Callable[[dict[str, Any]], T],
+                 answer_text: Callable[[str], dict[str, Any]] | None = None) -> None:
         self.client = client
         self.prompt = prompt
         self.read = read
+        self.answer_text = answer_text
 
     def request(self, question: Mapping[str, str]) -> ChatRequest:
+        response_format = None if self.answer_text is not None else {"type": "json_object"}
         return ChatRequest(messages=[{"role": "user", "content": self.prompt.render(**question)}],
-                           response_format={"type": "json_object"}, prompt_hash=self.prompt.sha256)
+                           response_format=response_format, prompt_hash=self.prompt.sha256)
 
     def _parse(self, completion: Completion) -> T:
+        if self.answer_text is not None:
+            return self.read(self.answer_text(completion.content or ""))
         return self.read(json_object_answer(completion))
 
     async def ask_all(self, questions: Sequence[Mapping[str, str]]) -> list[T | JudgeError]:

@@ -306,7 +306,8 @@ def stages_of(pipeline: PipelineConfig) -> tuple[tuple[Stage, ...], dict[str, St
     if pipeline.kind == "conversation":
         on_demand = {"stage2 push": Stage("stage2 push", reads=(DRAFTS,), writes=(), run=_conversation_push),
                      "stage2 pull": Stage("stage2 pull", reads=(DRAFTS, "stages.stage2.export_file"), writes=(TEMPLATES,),
-                                          run=_conversation_pull)}
+                                          run=_conversation_pull),
+                     "evaluate": EVALUATE_STAGE}
         return CONVERSATION_STAGES, on_demand
     return STAGES, dict(ON_DEMAND_STAGES)
 
@@ -370,6 +371,13 @@ class EvaluateSettings:
     judge_model: str | None = None  # the LLM judge (default: the pipeline's judge block, else none)
     judge_base_url: str | None = None
     context_window: int | None = None  # the model's, in tokens (default: llm.context_window)
+    protocol: str | None = None  # a paper's protocol (fcbench.evaluate.protocols); None: the pipeline kind's
+    temperature: float | None = None  # None: the protocol's (the paper's) decoding settings
+    max_tokens: int | None = None
+    runs: int | None = None  # callnavi: runs per question (default 5, the paper's)
+    icl_examples: int = 3  # nestful-icl
+    max_steps: int = 10  # nestful-react
+    compat: bool = False  # the tables show the published scorer's figures where fcbench's differ
 
 
 def _report_summary(stage: str, report: Any) -> StageSummary:
@@ -406,16 +414,27 @@ def _junior_pull(ctx: PipelineContext, settings: PullSettings) -> StageSummary:
 
 
 def _evaluate(ctx: PipelineContext, settings: EvaluateSettings) -> StageSummary:
-    from fcbench.evaluate.runner import evaluate_pipeline
+    from fcbench.evaluate.protocols import ProtocolOptions, protocol_for
 
-    result = evaluate_pipeline(ctx.config, settings.model, base_url=settings.base_url, split=settings.split,
-                               input_file=settings.input_file, limit=settings.limit, extra_turns=settings.extra_turns,
-                               batch=settings.batch, progress=settings.progress,
-                               judge_model=settings.judge_model, judge_base_url=settings.judge_base_url,
-                               context_window=settings.context_window)
-    return StageSummary("evaluate", {"samples": result.samples, "ran": result.ran, "reused": result.reused},
-                        outputs={"trajectories": str(result.trajectories_path), "scores": str(result.scores_path),
-                                 "rejects": str(result.rejects_path)}, report=result)
+    options = ProtocolOptions(settings.model, base_url=settings.base_url, split=settings.split,
+                              input_file=settings.input_file, limit=settings.limit, batch=settings.batch,
+                              temperature=settings.temperature, max_tokens=settings.max_tokens, runs=settings.runs,
+                              icl_examples=settings.icl_examples, max_steps=settings.max_steps, compat=settings.compat,
+                              judge_model=settings.judge_model, judge_base_url=settings.judge_base_url,
+                              context_window=settings.context_window, extra_turns=settings.extra_turns,
+                              progress=settings.progress)
+    result = protocol_for(settings.protocol, ctx.config, options).evaluate(ctx.config)
+    if hasattr(result, "trajectories_path"):  # ComplexEval's streamed runner
+        return StageSummary("evaluate", {"samples": result.samples, "ran": result.ran, "reused": result.reused},
+                            outputs={"trajectories": str(result.trajectories_path), "scores": str(result.scores_path),
+                                     "rejects": str(result.rejects_path)}, report=result)
+    return StageSummary("evaluate", {"items": result.items, "ran": result.ran, "reused": result.reused},
+                        outputs={"predictions": str(result.predictions_path), "scores": str(result.scores_path),
+                                 "rejects": str(result.rejects_path), **result.finished.reference_files},
+                        report=result)
+
+
+EVALUATE_STAGE = Stage("evaluate", reads=("export/",), writes=("eval/<model>/",), run=_evaluate)
 
 
 # The stages a person starts (annotation rounds, evaluation), through the same contract.
@@ -424,7 +443,7 @@ ON_DEMAND_STAGES: dict[str, Stage] = {stage.name: stage for stage in (
     Stage("stage2 pull", reads=(DRAFTS, "stages.stage2.export_file"), writes=(TEMPLATES,), run=_stage2_pull),
     Stage("stage3 push", reads=(CANDIDATES, TEMPLATES), writes=(), run=_junior_push),
     Stage("stage3 pull", reads=(CANDIDATES,), writes=(FILLED_CANDIDATES,), run=_junior_pull),
-    Stage("evaluate", reads=("export/",), writes=("eval/<model>/",), run=_evaluate),
+    EVALUATE_STAGE,
 )}
 
 

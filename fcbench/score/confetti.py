@@ -292,6 +292,9 @@ class ConfettiOptions:
     text_similarity: TextSimilarity = fuzzy_text_similarity
     act_classifier: DialogActClassifier = naive_dialog_act_classifier
     validity_judge: ValidityJudge = grounded_parameter
+    # False for the response-quality set: a line's calls are shown to the act classifier (calling
+    # is one of the acts) but not scored for AST or validity (the function-calling set does that)
+    score_calls: bool = True
 
 
 def score_confetti(
@@ -350,6 +353,7 @@ def score_line(sample: Sample, line: Mapping[str, Any], options: ConfettiOptions
             calls = decoded_result(line["result"])
         except PredictionError as exc:
             return {**item, "error": "malformed_result", "detail": str(exc)}
+    if "result" in line and options.score_calls:
         gold = sample.all_calls()
         chain = chain_score(calls, gold, sample.acceptable, options.text_similarity)
         item.update(ast_soft=chain.score, exact=chain.score == 1.0, chain_length=len(gold),
