@@ -25,7 +25,8 @@ or settings; said in scores.json too):
 Reference files: BFCL's result shape, which CONFETTI's possible-answer files pair with (by `id`):
 `confetti/<set>/<split>_result.json`, one JSON object a line, `{"id", "result": [{function:
 {argument: value}}]}` (BFCL's decoded form; arguments that were not a JSON object are kept as the
-model's text, which the scorer reports as a malformed result), plus `"response"` (the model's
+model's text; fcbench scores such a call as passing no argument, and counts it as
+`undecodable_arguments`), plus `"response"` (the model's
 text) in the response-quality set. They pair with `export/confetti/<set>/<split>.json`.
 """
 
@@ -50,18 +51,26 @@ RESPONSE_QUALITY = "response_quality"
 REFERENCE_DIR = "confetti"
 
 
-def result_of(record: Mapping[str, Any]) -> list[dict[str, Any]]:
+def result_of(record: Mapping[str, Any], unreadable: Any = None) -> list[dict[str, Any]]:
     """BFCL's decoded result of a saved answer: one `{function: arguments}` per call, arguments
-    decoded when they are a JSON object, else the model's text as it is."""
+    decoded when they are a JSON object, else `unreadable` (None: the model's text as it is, for
+    the reference file; the scorer gets `{}`: a call whose arguments cannot be read passed none,
+    so it scores as the wrong call it is, rather than leaving the turn out of the average)."""
     result = []
     for call in record.get("calls") or []:
         text = call.get("arguments") or ""
-        try:
-            decoded = json.loads(text) if text.strip() else {}
-        except json.JSONDecodeError:
-            decoded = None
-        result.append({call.get("name", ""): decoded if isinstance(decoded, dict) else text})
+        decoded = decoded_arguments(text)
+        result.append({call.get("name", ""): decoded if decoded is not None else (text if unreadable is None
+                                                                                   else unreadable)})
     return result
+
+
+def decoded_arguments(text: str) -> dict[str, Any] | None:
+    try:
+        decoded = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError:
+        return None
+    return decoded if isinstance(decoded, dict) else None
 
 
 def judges_line(fc: JudgedReport, rq: JudgedReport) -> str:
@@ -117,15 +126,20 @@ class Confetti(LoopProtocol):
     def finish(self, ctx: ScoringContext) -> Finished:
         sets: dict[str, tuple[list[Sample], list[dict[str, Any]]]] = {FUNCTION_CALLING: ([], []),
                                                                         RESPONSE_QUALITY: ([], [])}
+        written: dict[str, list[dict[str, Any]]] = {FUNCTION_CALLING: [], RESPONSE_QUALITY: []}
+        undecodable = 0
         for item in ctx.work:
             record = ctx.records.get(item.key)
             if record is None:
                 continue
-            line: dict[str, Any] = {"id": item.sample.id, "result": result_of(record)}
+            line: dict[str, Any] = {"id": item.sample.id, "result": result_of(record, unreadable={})}
+            as_written: dict[str, Any] = {"id": item.sample.id, "result": result_of(record)}
+            undecodable += sum(decoded_arguments(call.get("arguments") or "") is None for call in record.get("calls") or [])
             if item.part == RESPONSE_QUALITY:
-                line["response"] = record.get("content") or ""
+                line["response"] = as_written["response"] = record.get("content") or ""
             sets[item.part][0].append(item.sample)
             sets[item.part][1].append(line)
+            written[item.part].append(as_written)
         fc = self._judged(ctx, *sets[FUNCTION_CALLING], score_calls=True)
         rq = self._judged(ctx, *sets[RESPONSE_QUALITY], score_calls=False)
         fc_summary, rq_summary = fc.report.summary, rq.report.summary
@@ -139,11 +153,12 @@ class Confetti(LoopProtocol):
             "dialog_act_exact_set_accuracy": sum(exact) / len(exact) if exact else None,
             "by_api_count": fc_summary.get("by_api_count"), "by_turn_count": fc_summary.get("by_turn_count"),
             "by_chain_bin": fc_summary.get("by_chain_bin"),
+            "undecodable_arguments": undecodable,
             "function_calling": fc_summary, "response_quality": rq_summary,
         }
         split = "input" if ctx.options.input_file is not None else ctx.options.split
         files = {}
-        for part, (_, lines) in sets.items():
+        for part, lines in written.items():
             path = ctx.folder / REFERENCE_DIR / part / f"{split}_result.json"
             path.parent.mkdir(parents=True, exist_ok=True)
             write_json_lines(path, lines)
