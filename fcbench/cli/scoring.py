@@ -46,7 +46,10 @@ Inputs per metric:
   sequences for the win rate. Items {"sample_id", "win", "full_match"}.
 
   callnavi: prediction lines {"id", "output"} (raw model text or parsed answer) with --questions
-  Questions/<domain>.json; several lines with one id are repeated runs (stability scores).
+  Questions/<domain>.json; several lines with one id are repeated runs (stability scores, on
+  normalised answers; Levenshtein: the first run against each other). Figures per difficulty and
+  their macro average; the GPT score from the LLM (--llm-model, CallNavi's prompt, cached) or, without
+  one, a rule-based stand-in named on the first line.
 
   complexeval: saved trajectories {"id", "turns": [[{"name", "arguments"}, ...], ..., "final text"]}
   against --gold samples (any format, --from); summary in ComplexFuncBench's Table 2 shape. With an
@@ -79,8 +82,9 @@ def score(
     gold_format: str = typer.Option("fcbench", "--from", help="Format of --gold for complexeval/confetti."),
     tools_module: Optional[Path] = typer.Option(None, "--tools-module", help="NESTful: Python tools to execute for win rate."),
     compat: bool = typer.Option(False, "--compat", help="Reproduce the published reference scorer exactly."),
-    llm_model: Optional[str] = typer.Option(None, "--llm-model", help="confetti: the LLM that classifies dialog acts "
-                                            "and judges parameter validity (default: --pipeline's llm.model)."),
+    llm_model: Optional[str] = typer.Option(None, "--llm-model", help="The LLM judge: confetti's dialog-act "
+                                            "classifier and parameter-validity judge, callnavi's GPT score, "
+                                            "complexeval's judges (default: --pipeline's llm.model)."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="The judge's OpenAI-compatible endpoint (default: "
                                            "the pipeline's llm.base_url, else $OPENAI_BASE_URL)."),
     pipeline: Optional[str] = typer.Option(None, "--pipeline", help="Take the judge's llm block (model, key variable, "

@@ -124,15 +124,22 @@ def score_nestful_files(predictions: Path, gold: Path | None, tools_module: Path
 
 
 # ----------------------------------------------------------------------------------------- CallNavi
-def score_callnavi_files(questions: list[Path], predictions: Path, compat: bool) -> ScoreResult:
+def score_callnavi_files(questions: list[Path], predictions: Path, compat: bool,
+                         judges: JudgeSettings | None = None) -> ScoreResult:
     """Prediction lines are `{"id", "output"}` (raw model text or a parsed answer). Several lines
-    with one id are repeated runs: their stability scores are reported in the summary."""
-    from fcbench.score.callnavi import callnavi_rates, election_stability, levenshtein_stability, score_callnavi
+    with one id are repeated runs: their stability scores are reported in the summary. The
+    figures per difficulty (the question's label) and their macro average are CallNavi's; the GPT
+    score comes from the LLM judge when one is configured, else from a named rule-based stand-in."""
+    from fcbench.evaluate.judges_callnavi import RULE_BASED, ask_gpt_scores, gpt_score_question
+    from fcbench.llm.judge import JudgeError
+    from fcbench.score.callnavi import (CallNaviTally, callnavi_rates, election_stability, levenshtein_stability,
+                                        parse_callnavi_output, rule_based_gpt_score, score_callnavi)
 
+    judges = judges or JudgeSettings()
     question_by_id = _records_by_id(questions, "--questions")
     items: list[dict[str, Any]] = []
     scores = []
-    outputs_by_id: dict[str, list[Any]] = defaultdict(list)
+    outputs_by_id: dict[str, list[tuple[Any, Any, dict[str, Any]]]] = defaultdict(list)
     for line in read_prediction_lines(predictions):
         if isinstance(line, str):
             items.append({"id": None, "error": line})
@@ -144,16 +151,53 @@ def score_callnavi_files(questions: list[Path], predictions: Path, compat: bool)
             continue
         score = score_callnavi(line.get("output", ""), question["ground_truth"], compat)
         scores.append(score)
-        outputs_by_id[item_id].append(line.get("output", ""))
-        items.append({"id": item_id, "syntax_valid": score.syntax_valid, "routing": score.routing,
-                      "structural": score.structural, "ast_match": score.ast_match, "repairs": list(score.repairs)})
+        item = {"id": item_id, "syntax_valid": score.syntax_valid, "routing": score.routing,
+                "structural": score.structural, "ast_match": score.ast_match, "repairs": list(score.repairs)}
+        outputs_by_id[item_id].append((line.get("output", ""), score, item))
+        items.append(item)
+    pairs = [(item_id, output) for item_id, runs in outputs_by_id.items() for output, _, _ in runs]
+    llm_summary = None
+    if judges.llm is None:
+        verdicts: list[Any] = [rule_based_gpt_score(output, question_by_id[item_id]["ground_truth"])
+                               for item_id, output in pairs]
+        who = RULE_BASED
+        first_line = f"CallNavi GPT score by a {RULE_BASED} ({judges.offline_because})"
+    else:
+        if judges.cache is None:
+            raise UserError("an LLM judge needs a cache file for its verdicts")
+        parsed = [parse_callnavi_output(output)[0] if isinstance(output, str) else output for _, output in pairs]
+        questions_asked = [gpt_score_question(answer, question_by_id[item_id]["ground_truth"])
+                           for (item_id, _), answer in zip(pairs, parsed)]
+        verdicts, llm_summary = ask_gpt_scores(questions_asked, judges.llm, judges.cache)
+        who = f"LLM {judges.llm.model} with CallNavi's GPT-4o prompt (temperature 0)"
+        first_line = f"CallNavi GPT score by {who}; routing, AST and stability computed, no judge"
+    verdict_of = iter(verdicts)
+    tally = CallNaviTally()
+    for item_id, runs in outputs_by_id.items():
+        gpt = []
+        for _, _, item in runs:
+            verdict = next(verdict_of)
+            if isinstance(verdict, JudgeError):
+                item["gpt_score"], item["judge_error"] = None, verdict.reason
+                gpt.append(None)
+            else:
+                item["gpt_score"] = verdict
+                gpt.append(verdict)
+        difficulty = str(question_by_id[item_id].get("difficulty") or "unlabelled")
+        tally.add_question(difficulty, [output for output, _, _ in runs], [score for _, score, _ in runs], gpt)
     summary: dict[str, Any] = {"n": len(items), **callnavi_rates(scores)}
-    repeated = {item_id: outs for item_id, outs in outputs_by_id.items() if len(outs) > 1}
+    repeated = {item_id: [o for o, _, _ in runs] for item_id, runs in outputs_by_id.items() if len(runs) > 1}
     if repeated:
         summary["election_stability"] = sum(election_stability(o) for o in repeated.values()) / len(repeated)
         summary["levenshtein_stability"] = sum(levenshtein_stability(o) for o in repeated.values()) / len(repeated)
         summary["repeated_questions"] = len(repeated)
-    return ScoreResult("callnavi", summary, items)
+    summary.update(tally.figures())
+    summary["gpt_score_judge"] = who
+    summary["judge_errors"] = sum("judge_error" in item for item in items)
+    if llm_summary is not None:
+        summary["judge_llm"] = {key: llm_summary.get(key) for key in ("model", "base_url", "requests_sent",
+                                                                      "cache_hits", "rejected", "cost_usd")}
+    return ScoreResult("callnavi", summary, items, first_line)
 
 
 # ----------------------------------------------------------------------------- ComplexEval, CONFETTI
@@ -293,7 +337,7 @@ def _bfcl(request: ScoreRequest) -> ScoreResult:
 def _callnavi(request: ScoreRequest) -> ScoreResult:
     if not request.questions:
         raise UserError("--metric callnavi needs --questions Questions/<domain>.json")
-    return score_callnavi_files(list(request.questions), request.predictions, request.compat)
+    return score_callnavi_files(list(request.questions), request.predictions, request.compat, request.judges)
 
 
 # name -> scorer over files; `score --metric` looks metrics up here and nowhere else.
@@ -305,7 +349,7 @@ METRICS: dict[str, Any] = {
     "confetti": lambda r: score_confetti_files(r.predictions, r.gold, r.gold_format, r.judges),
 }
 # the metrics graded in part by an LLM judge (`--llm-model`, `--pipeline`, `--offline`)
-LLM_JUDGED_METRICS = ("complexeval", "confetti")
+LLM_JUDGED_METRICS = ("callnavi", "complexeval", "confetti")
 
 
 def score_files(metric: str, request: ScoreRequest) -> ScoreResult:

@@ -119,7 +119,9 @@ class CallNavi(LoopProtocol):
         return self.options.runs or DEFAULT_RUNS
 
     def run_settings(self, config: Any) -> dict[str, Any]:
-        return {**super().run_settings(config), "runs": self.runs}
+        # not the number of runs: run r of a question is the same request whatever N is, so a run
+        # asked for 5 after 3 reuses the first 3
+        return {**super().run_settings(config), "prompt_sha256": _prompt().sha256}
 
     def refusal(self, pipeline: PipelineConfig) -> str | None:
         if self.runs < 1:

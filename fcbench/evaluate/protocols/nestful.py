@@ -211,7 +211,9 @@ class NestfulICL(_Nestful):
         return f"nestful-icl-{self.options.icl_examples}shot"
 
     def run_settings(self, config: Any) -> dict[str, Any]:
-        return {**super().run_settings(config), "icl_examples": self.options.icl_examples}
+        # the prompt and the examples file too: a prediction made with another prompt is not reused
+        return {**super().run_settings(config), "icl_examples": self.options.icl_examples,
+                "prompt_sha256": _prompt(ICL_PROMPT).sha256, "examples_sha256": _prompt(ICL_EXAMPLES).sha256}
 
     def refusal(self, pipeline: PipelineConfig) -> str | None:
         if not 1 <= self.options.icl_examples <= len(self.examples()):
@@ -269,7 +271,8 @@ class NestfulReAct(_Nestful):
     )
 
     def run_settings(self, config: Any) -> dict[str, Any]:
-        return {**super().run_settings(config), "max_steps": self.options.max_steps}
+        return {**super().run_settings(config), "max_steps": self.options.max_steps,
+                "prompt_sha256": _prompt(REACT_PROMPT).sha256}
 
     def refusal(self, pipeline: PipelineConfig) -> str | None:
         refused = super().refusal(pipeline)

@@ -162,3 +162,16 @@ def test_an_unreadable_gpt_score_is_a_judge_error_left_out(tmp_path):
     assert out["scores"]["judge_errors"] == 1 and out["scores"]["macro"]["gpt_score"] is None
     item = json.loads((tmp_path / "data" / "build" / "eval" / SLUG / "callnavi" / "scores.json").read_text())["items"][0]
     assert item["gpt_score"] is None and item["judge_error"].startswith("unparseable output after 2 attempts")
+
+
+def test_more_runs_later_reuse_the_runs_already_made(tmp_path):
+    canonical, samples = callnavi_input(tmp_path)
+    pipelines = _pipelines(tmp_path)
+    model = Scripted(callnavi_answer(samples))
+    with MockLLMServer(responder=model) as server:
+        two = evaluate(pipelines, server.base_url, "--protocol", "callnavi", "--runs", "2", "--input", str(canonical))
+        three = evaluate(pipelines, server.base_url, "--protocol", "callnavi", "--runs", "3", "--input", str(canonical))
+    assert two.exit_code == 0 and three.exit_code == 0, three.output
+    out = json.loads(three.stdout)
+    assert (out["reused"], out["ran"]) == (8, 4)  # runs 0 and 1 of the 4 questions kept, run 2 asked
+    assert len(model.requests) == 8 + 4 and out["scores"]["runs"] == 3

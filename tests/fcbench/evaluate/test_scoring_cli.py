@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from conftest import EXTERNAL
@@ -74,6 +75,33 @@ def test_callnavi_repeated_runs_give_the_papers_election_score(tmp_path):
     assert out["summary"]["ast_exact_match"] == 0.4
     assert [item["ast_match"] for item in out["items"]] == [True, True, False, False, False]
     assert out["items"][4]["syntax_valid"] and out["items"][4]["repairs"]
+    # ban01 is easy: one question, 5 outputs; the macro over the one difficulty present is its figure
+    assert out["summary"]["by_difficulty"]["easy"]["ast_exact_match"] == 0.4
+    assert out["summary"]["macro"]["election_stability"] == 0.25
+    # the GPT score's stand-in, named: gold 1.0 twice; getCustomerID: API 0, value 1 of 1 -> 0.5;
+    # getAccountBalance: API 0, accountNumber missing -> 0; the repaired fourth: API 0, name missing -> 0
+    assert [item["gpt_score"] for item in out["items"]] == [1.0, 1.0, 0.5, 0.0, 0.0]
+    assert out["summary"]["gpt_score_judge"].startswith("RULE-BASED STAND-IN")
+
+
+def test_callnavi_gpt_score_from_an_llm_judge(tmp_path):
+    from fcbench.llm.mock_server import MockLLMServer
+
+    gold = {"API": ["getAccountID"], "parameters": [{"accountNumber": "123456"}]}
+    predictions = _write_lines(tmp_path / "runs.jsonl", [{"id": "ban01", "output": gold}, {"id": "ban01", "output": "x"}])
+
+    def judge(body, call_index):
+        text = body["messages"][0]["content"]
+        return {"content": "[[1.00]]" if '"123456"' in text.split("End of predict JSON")[0] else "[[0.05]]"}
+
+    with MockLLMServer(responder=judge) as server:
+        out = _score("--metric", "callnavi", "--questions", str(EXTERNAL / "callnavi" / "Questions" / "bank.json"),
+                     "--predictions", str(predictions), "--llm-model", "judge", "--base-url", server.base_url,
+                     "--judge-cache", str(tmp_path / "judges.sqlite"))
+        asked = server.stats.chat_requests
+    assert [item["gpt_score"] for item in out["items"]] == [1.0, 0.05] and asked == 2
+    assert out["summary"]["macro"]["gpt_score"] == pytest.approx(0.525)  # (1.0 + 0.05) / 2
+    assert out["summary"]["gpt_score_judge"] == "LLM judge with CallNavi's GPT-4o prompt (temperature 0)"
 
 
 def test_unknown_metric_is_one_line_and_exit_1(tmp_path):
