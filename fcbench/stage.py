@@ -195,6 +195,13 @@ class EvaluateSettings:
     judge_model: str | None = None  # the LLM judge (default: the pipeline's judge block, else none)
     judge_base_url: str | None = None
     context_window: int | None = None  # the model's, in tokens (default: llm.context_window)
+    protocol: str | None = None  # a paper's protocol (fcbench.evaluate.protocols); None: the pipeline kind's
+    temperature: float | None = None  # None: the protocol's (the paper's) decoding settings
+    max_tokens: int | None = None
+    runs: int | None = None  # callnavi: runs per question (default 5, the paper's)
+    icl_examples: int = 3  # nestful-icl
+    max_steps: int = 10  # nestful-react
+    compat: bool = False  # the tables show the published scorer's figures where fcbench's differ
 
 
 # ------------------------------------------------------------------------------------ a stage

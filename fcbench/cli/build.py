@@ -386,7 +386,9 @@ def report(
 # ------------------------------------------------------------------------------------------------ run
 @command(epilog="Examples:\n\n  build-dataset run travel --offline   (then open datasets/travel/build/report.html)\n\n"
                  "  build-dataset run travel-chat --offline   (conversational: both CONFETTI sets in "
-                 "datasets/travel-chat/build/export/)")
+                 "datasets/travel-chat/build/export/)\n\n"
+                 "  build-dataset run nestful-math --offline   (starts at its first declared stage: the filter "
+                 "over the published samples)")
 @user_errors
 def run(
     pipeline: PipelineArgument,
@@ -401,6 +403,7 @@ def run(
 
     stage1 drafts, stage2 (the annotators' work, read from the Label Studio export named by
     stages.stage2.export_file), stage3 variants, filter, export (Parquet + dataset card), report.
+    A pipeline starts at the first stage it declares in pipelines.yaml (nestful-math: the filter).
     A `kind: conversation` pipeline runs stage1 (scenarios, conversations), stage2, filter, export
     (both CONFETTI sets) and report, e.g. `build-dataset run travel-chat --offline`."""
     from fcbench.pipeline.run import run_pipeline

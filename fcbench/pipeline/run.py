@@ -110,7 +110,7 @@ SINGLE_STAGES: Registry[Stage] = Registry("stage")
 CONVERSATION_STAGES: Registry[Stage] = Registry("stage")
 
 REPORT = Stage("report", _report_reads, ("report.html", "report.json"), "fcbench.report.page:run")
-EVALUATE = Stage("evaluate", _export_reads, ("eval/<model>/",), "fcbench.evaluate.runner:run", on_demand=True)
+EVALUATE = Stage("evaluate", _export_reads, ("eval/<model>/",), "fcbench.evaluate.protocols:run", on_demand=True)
 
 for _stage in (
     Stage("stage1", _stage1_reads, (DRAFTS,), "generate.stage1.single:run", "stages.stage1", _stage1_llm),
@@ -155,6 +155,21 @@ def automatic_stages(pipeline: PipelineConfig) -> list[Stage]:
     return [stage for stage in stages_of(pipeline) if not stage.on_demand]
 
 
+def stages_to_run(pipeline: PipelineConfig) -> list[Stage]:
+    """The automatic stages `run` runs: from the first stage the pipeline declares in
+    pipelines.yaml to the report (the later stages run with their defaults when not declared). A
+    pipeline whose data comes in at the filter (nestful-math: the published samples are its
+    candidates, `stages.filter.input`) declares no stage1-3, so none of them runs; a pipeline that
+    declares no stage at all runs every stage. A `kind: conversation` pipeline runs all of its
+    stages (its stage1 is declared by its `conversation:` block)."""
+    stages = automatic_stages(pipeline)
+    if pipeline.kind == "conversation":
+        return stages
+    declared = set(pipeline.declared_stages())
+    first = next((index for index, stage in enumerate(stages) if stage.name in declared), 0)
+    return stages[first:]
+
+
 # ----------------------------------------------------------------------------------- run (all stages)
 @dataclass
 class RunResult:
@@ -168,13 +183,13 @@ class RunResult:
 
 
 def run_pipeline(pipeline: PipelineConfig, offline: bool = False, progress=None, force: bool = False) -> RunResult:
-    """`build-dataset run PIPELINE`: every automatic stage of the pipeline's kind in order: stage1
-    drafts, the annotators' stage2 work read from a Label Studio export, stage3 variants, filter,
+    """`build-dataset run PIPELINE`: the automatic stages of the pipeline's kind in order, from the
+    first it declares (`stages_to_run`): stage1 drafts, the annotators' stage2 work read from a Label Studio export, stage3 variants, filter,
     export, report. Each stage reads the previous stage's file and writes its own, so a stage can
     also be re-run alone."""
     ctx = PipelineContext(pipeline, offline=offline, force=force)
     result = RunResult(pipeline.name, "", "")
-    for stage in automatic_stages(pipeline):
+    for stage in stages_to_run(pipeline):
         if progress is not None:
             progress(stage.name)
         result.stages[stage.name] = stage(ctx, None).as_dict()
