@@ -73,8 +73,9 @@ QA_REVIEW = ConfigSpec(
 )
 CONVERSATION = ConfigSpec(
     "stage2_conversation.xml",
-    controls={"verdict": "Choices", "conversation_json": "TextArea", "complexities": "Choices", "notes": "TextArea"},
-    data_fields=frozenset({"feedback_html", "scenario_html", "conversation_html"}),
+    controls={"verdict": "Choices", "conversation_json": "TextArea", "complexities": "Choices", "call_errors": "Choices",
+              "notes": "TextArea"},
+    data_fields=frozenset({"feedback_html", "scenario_html", "conversation_html", "call_options"}),
     choice_values={"verdict": VERDICTS, "complexities": frozenset(COMPLEXITIES)},
 )
 SPECS = {spec.file_name: spec for spec in (SENIOR, JUNIOR, QA_REVIEW, CONVERSATION)}

@@ -33,6 +33,7 @@ from fcbench.llm.prompts import PromptFile
 from fcbench.runtime.output_guard import guard_output
 from fcbench.runtime.progress import StageProgress
 from fcbench.sample import Provenance, Sample, Tool, sample_to_dict
+from fcbench.checks.conversation_types import missing_types, type_reason
 from fcbench.checks.validate import validate_record
 from generate.common import value_pools_path
 from generate.stage1.simulator import SimulationFailed, plan_for, simulate
@@ -142,6 +143,10 @@ def _draft_all(pipeline: PipelineConfig, scenarios: list[Scenario], tools: list[
                 rejects.append({"id": scenario.id, "reason": "stage1.too_few_turns",
                                 "detail": f"{turns} user turns, the scenario asks for at least {scenario.min_turns}",
                                 "sample": sample_to_dict(outcome)})
+            elif missing := missing_types(outcome):  # the type asked for must occur (its acceptance rule)
+                name, why = missing[0]
+                rejects.append({"id": scenario.id, "reason": f"stage1.{type_reason(name)}", "detail": why,
+                                "sample": sample_to_dict(outcome)})
             else:
                 drafts.append(outcome)
         else:
@@ -180,12 +185,20 @@ def _draft_one_offline(pipeline: PipelineConfig, scenario: Scenario, tools: list
     failures: Counter[str] = Counter()
     outcome: Sample | dict[str, Any] | None = None
     last = SimulationFailed("no_executable_plan", "no attempt")
+    max_steps = pipeline.stages.stage1.max_steps
     for attempt in range(ATTEMPTS):
         seed = f"{pipeline.seed}:conversation:{scenario.id}:{attempt}"
         try:
-            plan = plan_for(scenario, graph, pools, phrases, environment, offered, seed,
-                            pipeline.stages.stage1.max_steps)
-            drafted = simulate(scenario, plan, environment, seed, settings.max_turns)
+            if "goal_switching" in scenario.complexities and len(scenario.required_apis) >= 2:
+                # one plan per goal: the one dropped, then the one switched to
+                first = scenario.model_copy(update={"required_apis": scenario.required_apis[:1]})
+                second = scenario.model_copy(update={"required_apis": scenario.required_apis[-1:]})
+                plan = plan_for(first, graph, pools, phrases, environment, offered, seed, max_steps)
+                switch_to = plan_for(second, graph, pools, phrases, environment, offered, f"{seed}:switch", max_steps)
+            else:
+                plan, switch_to = plan_for(scenario, graph, pools, phrases, environment, offered, seed, max_steps), None
+            drafted = simulate(scenario, plan, environment, seed, settings.max_turns, switch_to=switch_to,
+                               offered=offered)
         except SimulationFailed as exc:
             failures[exc.reason] += 1
             last = exc
@@ -196,7 +209,8 @@ def _draft_one_offline(pipeline: PipelineConfig, scenario: Scenario, tools: list
                                 prompt_hash=phrases_file.sha256, seed=pipeline.seed,
                                 sampled_tools=[tool.name for tool in offered])
         outcome = conversation_sample(scenario.id, scenario, drafted.messages, offered, provenance,
-                                      drafted.failed_calls, {"attempts": attempt + 1, "plan_query": drafted.plan_query})
+                                      drafted.failed_calls, {"attempts": attempt + 1, "plan_query": drafted.plan_query},
+                                      chosen_errors=drafted.chosen_errors)
         break
     if outcome is None:
         outcome = {"id": scenario.id, "reason": f"stage1.{last.reason}", "detail": last.detail,
