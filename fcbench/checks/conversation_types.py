@@ -19,8 +19,9 @@ The rules, as `RULES` states them (README repeats them):
 - goal_stacking: two or more required APIs each succeed, and the second goal was asked before the
   first was done (every user turn between them answers an agent question).
 - ambiguous_goal: the agent's first turn asks (seek information) and calls nothing; a call follows.
-- implicit_goal: the opening user turn states no value any call uses; the agent's first turn calls
-  nothing; a required API succeeds later.
+- implicit_goal: the agent's first turn calls nothing and asks (infers the goal, or asks what the
+  user needs); a required API succeeds later. (The machine part is ambiguous_goal's: whether the
+  opening described a situation or an unclear request is the annotator's tick.)
 - overfilled_parameters: a user turn that states a call's values also says something (a sentence of
   five or more words) that states none of the conversation's call values.
 - underfilled_parameters: an agent turn asks (seek, no call) and the user's answer states a value a
@@ -60,8 +61,8 @@ RULES: dict[str, str] = {
                       "asked after the opening turn",
     "goal_stacking": "two or more required APIs succeed, the second asked before the first was done",
     "ambiguous_goal": "the agent's first turn asks for clarification (seek information, no call); a call follows",
-    "implicit_goal": "the opening turn states no value any call uses; the agent's first turn calls nothing; a required "
-                     "API succeeds later",
+    "implicit_goal": "the agent's first turn calls nothing and asks (it infers the goal or asks what is needed); a "
+                     "required API succeeds later",
     "overfilled_parameters": "a user turn stating a call's values also says something (5+ words) no call uses",
     "underfilled_parameters": "the agent asks (seek, no call) and the answer gives a value a later call uses that no "
                               "earlier user turn gave",
@@ -225,16 +226,9 @@ def _ambiguous_goal(view: _View) -> str | None:
 
 
 def _implicit_goal(view: _View) -> str | None:
-    if not view.turns or view.turns[0].role != "user":
-        return "the conversation does not open with the user"
-    opening = view.turns[0].text
-    for call in view.calls_after(0):
-        for parameter, value in view.literals(call):
-            if view.supports(opening, call, parameter, value):
-                return f"the opening turn states {call.name}.{parameter}={value!r}: the goal is stated, not implied"
-    first = view.next_agent(0)
-    if first is None or first[1].calls:
-        return "the agent calls in its first turn: nothing was inferred"
+    first = view.next_agent(-1)
+    if first is None or first[1].calls or SEEK not in first[1].acts:
+        return "the agent's first turn does not infer or ask what the user needs (seek information, no call)"
     if not any(call.name in view.required and view.ok(call) for call in view.calls_after(first[0])):
         return "the goal (a required API) is never reached"
     return None

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fcbench.stage import CANDIDATES, DRAFTS, FILLED_CANDIDATES, TEMPLATES, VALIDATED
+from fcbench.stage import CANDIDATES, DRAFTS, FILLED_CANDIDATES, REVIEWED_SCENARIOS, SCENARIOS, TEMPLATES, VALIDATED
 from fcbench.answers import ExecutionFailed
 from fcbench.config import PipelineConfig
 from fcbench.errors import UserError
@@ -242,8 +242,29 @@ STAGES: tuple[Stage, ...] = (
 def _conversation_stage1(ctx: PipelineContext, settings: Any = None) -> StageSummary:
     from generate.stage1.conversation import run_conversation_stage1
 
+    review = ctx.config.conversation.review if ctx.config.conversation else None
+    if review is not None and review.enabled and review.export_file:  # unattended: the reviewers' export
+        from annotate.stage1.review import run_scenario_pull
+
+        path = ctx.config.resolve(review.export_file)
+        if not path.is_file():
+            raise UserError(f"{path}: no such Label Studio export (conversation.review.export_file)")
+        run_scenario_pull(ctx.config, from_export=path)
     result = run_conversation_stage1(ctx.config, offline=not ctx.uses_llm, force=ctx.force)
     return _split_summary("stage1", result.summary, report=result)
+
+
+def _scenario_push(ctx: PipelineContext, settings: PushSettings) -> StageSummary:
+    from annotate.stage1.review import run_scenario_push
+
+    return _report_summary("scenarios push", run_scenario_push(ctx.config, count=settings.count))
+
+
+def _scenario_pull(ctx: PipelineContext, settings: PullSettings) -> StageSummary:
+    from annotate.stage1.review import run_scenario_pull
+
+    return _report_summary("scenarios pull", run_scenario_pull(ctx.config, from_export=settings.from_export,
+                                                               send_back=settings.send_back))
 
 
 def _conversation_stage2_from_export(ctx: PipelineContext, settings: Any = None) -> StageSummary:
@@ -306,7 +327,10 @@ def stages_of(pipeline: PipelineConfig) -> tuple[tuple[Stage, ...], dict[str, St
     if pipeline.kind == "conversation":
         on_demand = {"stage2 push": Stage("stage2 push", reads=(DRAFTS,), writes=(), run=_conversation_push),
                      "stage2 pull": Stage("stage2 pull", reads=(DRAFTS, "stages.stage2.export_file"), writes=(TEMPLATES,),
-                                          run=_conversation_pull)}
+                                          run=_conversation_pull),
+                     "scenarios push": Stage("scenarios push", reads=(SCENARIOS,), writes=(), run=_scenario_push),
+                     "scenarios pull": Stage("scenarios pull", reads=("conversation.review.export_file",),
+                                             writes=(REVIEWED_SCENARIOS,), run=_scenario_pull)}
         return CONVERSATION_STAGES, on_demand
     return STAGES, dict(ON_DEMAND_STAGES)
 
@@ -322,6 +346,11 @@ def run_pipeline(pipeline: PipelineConfig, offline: bool = False, progress=None,
         if progress is not None:
             progress(stage.name)
         result.stages[stage.name] = stage.run(ctx, None).as_dict()
+        if stage.name == "stage1" and result.stages["stage1"].get("status") == "awaiting_review":
+            raise UserError(f"pipeline {pipeline.name!r}: its scenarios are reviewed before drafting "
+                            "(conversation.review.enabled); `run` needs the reviewers' work as a Label Studio export "
+                            "(conversation.review.export_file). Otherwise: scenarios push, review, scenarios pull, "
+                            "then run again")
     result.export = result.stages["export"]["outputs"]["export"]
     result.report = result.stages["report"]["outputs"]["report"]
     return result

@@ -242,6 +242,43 @@ class ConversationDrafter:
             await self._agent_turn(index, scenario, offered, messages, labels, failed, environment, chosen)
 
 
+def describe_with_llm(pipeline: PipelineConfig, scenarios: Sequence[Scenario], tools: list[Tool],
+                      environment: Environment) -> tuple[list[Scenario | dict[str, Any]], dict[str, Any]]:
+    """The LLM's text for each scenario, before it is reviewed (the same requests drafting would
+    send, from the same cache); a scenario the writer could not describe is a reject record."""
+    from fcbench.llm.cache import LLM_CACHE_FILE, RequestCache
+    from fcbench.llm.client import LLMClient
+
+    assert pipeline.llm is not None
+    base = pipeline.resolve(".")
+    prompts = (PromptFile.load(SCENARIO_PROMPT, base), PromptFile.load(USER_PROMPT, base), PromptFile.load(AGENT_PROMPT, base))
+
+    async def describe_one(drafter: ConversationDrafter, index: int, scenario: Scenario) -> Scenario | dict[str, Any]:
+        try:
+            text = await drafter._describe(index, scenario, offered_tools(scenario, tools))
+        except _Reject as reject:
+            record: dict[str, Any] = {"id": scenario.id, "reason": f"stage1.{reject.reason}", "detail": reject.detail,
+                                      "scenario": scenario.model_dump(mode="json")}
+            if reject.raw is not None:
+                record["raw"] = reject.raw
+            return record
+        return scenario.model_copy(update={"description": text})
+
+    async def run_all() -> tuple[list[Scenario | dict[str, Any]], dict[str, Any]]:
+        cache = RequestCache(pipeline.build_dir / LLM_CACHE_FILE)
+        try:
+            async with LLMClient(pipeline.llm, cache, jitter_seed=pipeline.seed) as client:
+                drafter = ConversationDrafter(pipeline, client, environment, prompts)
+                with StageProgress("stage1 scenarios", len(scenarios)) as progress:
+                    results = await asyncio.gather(*(progress_of(describe_one(drafter, index, scenario), progress)
+                                                     for index, scenario in enumerate(scenarios)))
+                return list(results), client.summary()
+        finally:
+            cache.close()
+
+    return asyncio.run(run_all())
+
+
 def draft_with_llm(pipeline: PipelineConfig, scenarios: Sequence[Scenario], tools: list[Tool],
                    environment: Environment, described: bool = False) -> tuple[list[Sample | dict[str, Any]], dict[str, Any], str]:
     """Every scenario drafted; `described`: the scenarios were reviewed, their texts are kept."""

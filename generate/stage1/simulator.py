@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any, Sequence
@@ -147,6 +148,11 @@ def _literal_dates(calls: Sequence[Call]) -> list[tuple[Call, str, str]]:
 
 def _spoken(name: str) -> str:
     return name.replace("_", " ").replace("Id", " id").strip().lower()
+
+
+def _spoken_parameter(name: str) -> str:
+    """A parameter name as words, camelCase split too ("departDate" -> "depart date")."""
+    return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name).replace("_", " ").lower().strip()
 
 
 _SKIPPED_KEYS = {"status", "message", "token", "slug", "id"}
@@ -348,8 +354,9 @@ def simulate(scenario: Scenario, plan: ProposedDraft, environment: Environment, 
     if "goal_not_supported" in complexities:
         request = _unsupported_request(offered, rng)
         agent.say_user(request)
-        names = ", ".join(_spoken(tool.name) for tool in offered) or "the services I was given"
-        agent.say(f"I am sorry, I cannot do that: I can only help with these services: {names}.",
+        names = [_spoken(tool.name) for tool in offered] or ["the services I was given"]
+        listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+        agent.say(f"I am sorry, I cannot do that: I can only help with these services: {listed}.",
                   ["agent_reject_request"], [])
     return _close(agent, scenario, rng, max_turns, plan.query)
 
@@ -375,7 +382,7 @@ def _play_failure(agent: _Agent, step: Sequence[Call], down: dict[str, str]) -> 
     the user gives up and the agent says the goal could not be reached."""
     results = agent.call_step(step, chosen=down)
     error = next(str(response.get("error")) for _, response, ok in results if not ok and isinstance(response, dict))
-    agent.say(f"I am sorry, the service could not complete your request: {error} Shall I try once more?",
+    agent.say(f"I am sorry, your request did not go through: {error[:1].lower()}{error[1:]} Shall I try once more?",
               ["agent_inform_user", "agent_seek_information"], ["agent_function_calling"])
     agent.say_user("Yes, please try once more.")
     agent.call_step(step, chosen=down)
@@ -386,10 +393,11 @@ def _play_failure(agent: _Agent, step: Sequence[Call], down: dict[str, str]) -> 
 
 
 def _stacked_answer(agent: _Agent, calls: Sequence[Call], goals: Sequence[str]) -> str:
-    """One sentence per goal, from the response of that goal's last call."""
+    """One sentence per goal, from the response of that goal's call (its first: a later call of the
+    same tool serves another request's chain, as "tell me about X, then rent a car at X")."""
     parts = []
     for number, goal in enumerate(goals):
-        label = next((call.label for call in reversed(calls) if call.name == goal), None)
+        label = next((call.label for call in calls if call.name == goal), None)
         if label is None:
             raise SimulationFailed("goal_not_planned", f"the plan has no call of the goal {goal}")
         parts.append(f"{('For your first request', 'For your second request', 'For your third request')[min(number, 2)]}, "
@@ -419,7 +427,7 @@ def _simulate_switch(scenario: Scenario, first: ProposedDraft, second: ProposedD
     _, name, iso = dates[rng.randrange(len(dates))]
     said = _mentioned(first.query, iso) or iso
     agent.say_user(first.query.replace(said, "a date I will give you"))
-    agent.say(f"Happy to help. Which {_spoken(name)} should I use?", ["agent_seek_information"], [])
+    agent.say(f"Happy to help. Which {_spoken_parameter(name)} should I use?", ["agent_seek_information"], [])
     agent.say_user(f"Actually, never mind that. {second.query}")
     for step in second.calls:
         agent.call_step(step)
