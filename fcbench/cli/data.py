@@ -350,11 +350,16 @@ def _stages_table(name: str, pipeline: Any) -> Table:
     declared = set(pipeline.declared_stages())
     if pipeline.kind == "conversation":  # its own stages (fcbench.pipeline.run.CONVERSATION_STAGES): no stage3
         chat = pipeline.conversation
-        shares = ", ".join(f"{key} {value:g}" for key, value in chat.complexities.items())
+        values = set(chat.complexities.values())
+        shares = (f"{', '.join(chat.complexities)} (equal shares)" if len(values) == 1 and len(chat.complexities) > 1
+                  else ", ".join(f"{key} {value:g}" for key, value in chat.complexities.items()))
+        review = "; scenarios reviewed before drafting" if chat.review.enabled else ""
         settings["stage1"] = (f"conversations: {'offline (rule-based)' if chat.offline else 'llm user and agent'}, "
                               f"{chat.scenarios} scenarios, APIs {chat.api_subset_sizes}, complexities {shares}, "
-                              f"{chat.min_turns}-{chat.max_turns} user turns")
-        settings["export"] += " (function_calling and response_quality sets, by conversation)"
+                              f"{chat.min_turns}-{chat.max_turns} user turns{review}")
+        settings["export"] += " (function_calling and response_quality sets, by conversation"
+        cap = stages.export.max_per_dialog_act
+        settings["export"] += f"; at most {cap} rows per dialog act and split)" if cap else "; no dialog-act cap)"
         del settings["stage3"]
         declared.add("stage1")
     table = Table(title=f"{name}: stages")

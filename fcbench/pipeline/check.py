@@ -75,6 +75,9 @@ def check_pipeline(pipeline: PipelineConfig, environ: Mapping[str, str] | None =
             uses_llm.append("stage1 (conversations)")
         if environment is not None and environment.kind == "simulated":
             uses_llm.append("the response simulator (environment kind simulated)")
+        if conversation is not None and conversation.review.enabled and conversation.review.export_file:
+            must_exist("conversation.review.export_file", conversation.review.export_file,
+                       "Label Studio export of the scenario review")
         declared -= {"stage1", "stage3"}  # a conversation pipeline has neither (fcbench.pipeline.run.CONVERSATION_STAGES)
     if "stage1" in declared:
         if catalog is None:
