@@ -57,10 +57,12 @@ def stage1_command(
     stages.stage1.offline: true) the graph sampler chains tools whose outputs feed later inputs.
     Writes build/drafts.jsonl, build/drafts.rejects.jsonl and build/stage1.summary.json.
 
-    A `kind: conversation` pipeline samples scenarios (APIs, a complexity from the declared
-    distribution, reference time, minimum turns) into build/scenarios.jsonl, then drafts whole
-    conversations: a rule-based user and agent offline, an LLM user simulator and LLM agent
-    otherwise (turn cap and off-script replies are rejects with their reason)."""
+    A `kind: conversation` pipeline samples scenarios (APIs, one of CONFETTI's 13 conversation types
+    from the declared distribution, reference time, minimum turns) into build/scenarios.jsonl, then
+    drafts whole conversations: a rule-based user and agent offline, an LLM user simulator and LLM
+    agent otherwise (turn cap, off-script replies and a type that does not occur are rejects with
+    their reason). With conversation.review.enabled it stops after the scenarios until they are
+    reviewed (`build-dataset scenarios push|pull`), then drafts the accepted and edited ones."""
     from fcbench.pipeline.run import run_stage
 
     result = run_stage("stage1", _load_pipeline(pipeline, file, record, batch), offline=offline, force=force).report
