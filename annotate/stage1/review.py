@@ -87,6 +87,9 @@ def run_scenario_pull(pipeline: PipelineConfig, from_export: Path | None = None,
         outcomes.append(outcome)
         if reviewed is not None:
             decided[reviewed.scenario.id] = reviewed
+    if not outcomes:
+        raise UserError(f"{fetched.source}: no scenario review task (kind {SCENARIO_REVIEW_KIND!r}); push the scenarios "
+                        "with `build-dataset scenarios push`, or give the review project's export")
     report = _write(pipeline.build_dir, outcomes, decided, fetched.source)
     if send_back:
         send_back_to_annotators(fetched, outcomes, report)

@@ -128,3 +128,13 @@ def test_the_dialog_act_cap_balances_each_split_and_the_card_says_so(built, tmp_
     again = CliRunner().invoke(app, ["export", "travel-chat-all", "--force", "--file", str(file)])
     assert again.exit_code == 0
     assert {path.name: path.read_bytes() for path in (build / "export" / "response_quality").glob("test-*.parquet")} == before
+
+
+def test_scenario_commands_refuse_what_they_cannot_review(built):
+    _, file, _, _ = built
+    stage2_export = REPO / "datasets" / "travel-chat-all" / "annotations" / "stage2_export.json"
+    wrong = CliRunner().invoke(app, ["scenarios", "pull", "travel-chat-all", "--from-export", str(stage2_export),
+                                     "--file", str(file)])
+    assert wrong.exit_code == 1 and "no scenario review task" in wrong.output and "Traceback" not in wrong.output
+    single = CliRunner().invoke(app, ["scenarios", "push", "travel", "--file", str(file)])
+    assert single.exit_code == 1 and "`kind: conversation` pipelines only" in single.output

@@ -231,3 +231,32 @@ def test_a_type_the_draft_does_not_show_is_a_counted_stage1_reject(drafted, tmp_
     rejects = [json.loads(line) for line in (pipeline.build_dir / "drafts.rejects.jsonl").read_text().splitlines()]
     missing = [row for row in rejects if row["reason"] == "stage1.type_missing.goal_not_supported"]
     assert all("no agent turn rejects a request" in row["detail"] and row["sample"] for row in missing)
+
+
+def test_stage1_drafts_only_reviewed_scenarios_and_refuses_stale_reviews(tmp_path):
+    from fcbench.conversation import ReviewedScenario, Scenario, ScenarioReview, scenario_hash
+
+    pipeline = write_pipeline(tmp_path, types=["no_target"], scenarios=4)
+    text = (tmp_path / "pipelines.yaml").read_text().replace("      min_turns: 2\n",
+                                                             "      min_turns: 2\n      review: {enabled: true}\n")
+    (tmp_path / "pipelines.yaml").write_text(text)
+    pipeline = load_pipelines(tmp_path / "pipelines.yaml").get_pipeline("chat")
+    waiting = run_stage("stage1", pipeline, offline=True)
+    assert waiting.counts == {"scenarios": 4, "awaiting_review": 4, "drafts": 0, "rejected": 0}
+    sampled = [Scenario.model_validate(json.loads(line)) for line in
+               (pipeline.build_dir / "scenarios.jsonl").read_text().splitlines()]
+    decisions = [("accept", scenario_hash(sampled[0])), ("edit", "0" * 64), ("reject", scenario_hash(sampled[2]))]
+    reviewed = [ReviewedScenario(scenario=scenario, review=ScenarioReview(verdict=verdict, sampled_hash=digest,
+                                                                          notes="too vague" if verdict == "reject" else ""))
+                for scenario, (verdict, digest) in zip(sampled, decisions)]
+    (pipeline.build_dir / "scenarios.reviewed.jsonl").write_text(
+        "".join(json.dumps(item.model_dump(mode="json")) + "\n" for item in reviewed))
+    summary = run_stage("stage1", pipeline, offline=True)
+    assert summary.counts["reviewed"] == 1 and summary.counts["awaiting_review"] == 1
+    assert summary.reasons == {"stage1.rejected_in_review": 1, "stage1.stale_review": 1}
+    drafts = [draft.id for draft in read_samples(pipeline.build_dir / "drafts.jsonl", "fcbench")]
+    assert drafts == [sampled[0].id]
+    rows = {json.loads(line)["reason"]: json.loads(line) for line in
+            (pipeline.build_dir / "drafts.rejects.jsonl").read_text().splitlines()}
+    assert rows["stage1.rejected_in_review"]["detail"] == "too vague"
+    assert rows["stage1.stale_review"]["id"] == sampled[1].id
