@@ -178,10 +178,8 @@ def _stage1(pipeline: PipelineConfig, scenarios: list[Scenario], tools: list[Too
         else:
             approved.append(item.scenario)
     result = _draft_all(pipeline, approved, tools, graph, pools, environment, use_llm, described=True)
-    by_scenario = {reject["id"]: reject for reject in [*rejects, *result.rejects]}
-    drafted = {draft.id for draft in result.drafts}
-    result.rejects = [by_scenario[s.id] for s in sampled if s.id in by_scenario and s.id not in drafted]
-    result.rejects += [reject for reject in rejects if reject["id"] not in {s.id for s in sampled}]
+    order = {scenario.id: index for index, scenario in enumerate(scenarios)}  # rejects in the order sampled
+    result.rejects = sorted([*rejects, *result.rejects], key=lambda reject: order.get(reject["id"], len(order)))
     result.scenarios = sampled
     result.summary["counts"] = {"scenarios": len(scenarios), "reviewed": len(approved), "awaiting_review": awaiting,
                                 "drafts": len(result.drafts), "rejected": len(result.rejects)}
