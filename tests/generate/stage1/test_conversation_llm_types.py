@@ -3,7 +3,8 @@ over real HTTP, from scenarios a reviewer edited (`conversation.review`): stage1
 LLM-described scenarios and waits; the reviewed ones are drafted with their reviewed text (the
 scenario writer is not asked again); a failed_conversation's goal calls answer the author's chosen
 outage unexecuted; each conversation that shows its type is a draft, each that does not is a
-`stage1.type_missing.<type>` reject (confirmation, goal_not_supported, goal_switching)."""
+`stage1.type_missing.<type>` reject (confirmation, goal_not_supported, goal_switching); goal stacking
+and a conversation with no target are drafted too."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ PLAN = [("confirmation", ["Search_Flights"], True), ("confirmation", ["Search_Fl
         ("goal_not_supported", ["Search_Flights"], True), ("goal_not_supported", ["Search_Flights"], False),
         ("failed_conversation", ["Search_Flights"], True),
         ("goal_switching", ["Search_Flights", "Search_Flight_Location"], True),
-        ("goal_switching", ["Search_Flights", "Search_Flight_Location"], False)]
+        ("goal_switching", ["Search_Flights", "Search_Flight_Location"], False),
+        ("goal_stacking", ["Search_Flights", "Search_Flight_Location"], True), ("no_target", ["Search_Flights"], True)]
 REQUEST = "Find flights from Sydney to London on June 12, 2025."
 LOCATIONS = [{"name": "Search_Flight_Location", "arguments": {"query": "Sydney"}},
              {"name": "Search_Flight_Location", "arguments": {"query": "London"}}]
@@ -37,6 +39,8 @@ USER_LINES = {
     "failed_conversation": [REQUEST, "Please try once more.", "Never mind, bye."],
     "goal_switching": ["Find flights from Sydney to London.", "Actually, forget the flights. Which airports does "
                        "Paris have?", "Thanks, bye!"],
+    "goal_stacking": [REQUEST + " And which airports does Paris have?", "Thanks, bye!", "Bye!"],
+    "no_target": [REQUEST, "Thanks, bye!", "Bye!"],
 }
 
 
@@ -61,6 +65,11 @@ def _agent(kind: str, good: bool, users: int, tools_done: int) -> dict[str, Any]
             return {"tool_calls": LOCATIONS} if tools_done == 0 else {"tool_calls": SEARCH} if tools_done == 2 else \
                 {"content": "Sorry, the flight search is unavailable right now. Shall I try again?"}
         return {"tool_calls": SEARCH} if tools_done == 0 else {"content": "It failed again: I cannot search flights now."}
+    if kind in ("goal_stacking", "no_target"):
+        paris = [{"name": "Search_Flight_Location", "arguments": {"query": "Paris"}}] if kind == "goal_stacking" else []
+        return {"tool_calls": LOCATIONS + paris} if tools_done == 0 else {"tool_calls": SEARCH} \
+            if tools_done == 2 + len(paris) else {"content": "I found several flights on June 12, 2025."
+                                                  + (" Paris has Charles de Gaulle and Orly." if paris else "")}
     # goal_switching
     if users == 1:
         if good:
@@ -131,13 +140,15 @@ def test_new_types_drafted_by_the_llm_from_reviewed_scenarios(tmp_path):
 
         summary = run_stage("stage1", pipeline)
     assert len(SCENARIO_PROMPTS) == asked  # reviewed texts are not rewritten by the scenario writer
-    assert summary.counts == {"scenarios": len(PLAN), "reviewed": len(PLAN), "awaiting_review": 0, "drafts": 4,
+    assert summary.counts == {"scenarios": len(PLAN), "reviewed": len(PLAN), "awaiting_review": 0, "drafts": 6,
                               "rejected": 3}
     assert summary.reasons == {"stage1.type_missing.confirmation": 1, "stage1.type_missing.goal_not_supported": 1,
                                "stage1.type_missing.goal_switching": 1}
     drafts = {draft.id: draft for draft in read_samples(pipeline.build_dir / "drafts.jsonl", "fcbench")}
     by_kind = {draft.meta["conversation"]["scenario"]["complexities"][0]: draft for draft in drafts.values()}
-    assert set(by_kind) == {"confirmation", "goal_not_supported", "failed_conversation", "goal_switching"}
+    assert set(by_kind) == {"confirmation", "goal_not_supported", "failed_conversation", "goal_switching",
+                            "goal_stacking", "no_target"}
+    assert {"Search_Flights", "Search_Flight_Location"} <= {c.name for c in by_kind["goal_stacking"].all_calls()}
     assert all(d.meta["conversation"]["scenario"]["description"].startswith("Reviewed:") for d in drafts.values())
     refusal = [m for m in by_kind["goal_not_supported"].messages if m.get("dialog_acts") == ["agent_reject_request"]]
     assert refusal and "can't book hotels" in refusal[0]["content"]
