@@ -61,6 +61,11 @@ def check_pipeline(pipeline: PipelineConfig, environ: Mapping[str, str] | None =
             must_exist("environment.module", environment.module, "tool module")
     elif environment.kind in ("recorded", "http") and not environment.record:
         must_exist("environment.responses", environment.responses, "recorded store (record it first with --record)")
+    elif environment.kind == "mcp":
+        if environment.responses and not environment.record:
+            must_exist("environment.responses", environment.responses, "recorded store (record it first with --record)")
+        if environment.sandbox is not None and environment.sandbox.seed:
+            must_exist("environment.sandbox.seed", environment.sandbox.seed, "sandbox seed folder")
     uses_llm = []
     if pipeline.kind == "conversation":
         conversation = pipeline.conversation

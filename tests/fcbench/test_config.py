@@ -92,7 +92,7 @@ def test_several_problems_in_file_order(tmp_path):
     text = VALID + "      export:\n        ratios: {train: 0.5, test: 0.4}\n"
     text = text.replace("kind: python", "kind: shell").replace("queries: 40", "queries: 4.5")
     assert _problems(tmp_path, text) == [
-        "5: pipelines.travel.environment.kind: expected one of 'python', 'recorded', 'http' or 'simulated', got 'shell'",
+        "5: pipelines.travel.environment.kind: expected one of 'python', 'recorded', 'http', 'simulated' or 'mcp', got 'shell'",
         "10: pipelines.travel.stages.stage1.queries: expected an integer",
         "11: pipelines.travel.stages.export: split ratios must sum to 1, got 0.9",
     ]
