@@ -343,6 +343,8 @@ def new_command(
                                             "per-sample sandbox folder); repeatable."),
     mcp_url: Optional[list[str]] = typer.Option(None, "--mcp-url", help="An MCP server over streamable HTTP: its URL "
                                                 "(\"[NAME:] http://host:port/mcp\"); repeatable."),
+    sandbox_seed: Optional[Path] = typer.Option(None, "--sandbox-seed", help="A folder copied into each sample's fresh "
+                                                "sandbox ({sandbox}): the files a filesystem server starts from (--mcp)."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="The server to call, replacing the descriptions' "
                                            "server URLs (--openapi)."),
     auth_env: Optional[str] = typer.Option(None, "--auth-env", help="NAME of the environment variable holding the API "
@@ -362,13 +364,15 @@ def new_command(
     datasets/NAME/recorded.json."""
     if bool(openapi) == bool(mcp or mcp_url):
         raise UserError("give either --openapi (your API's description) or --mcp/--mcp-url (MCP servers)")
+    if sandbox_seed is not None and not (mcp or mcp_url):
+        raise UserError("--sandbox-seed goes with --mcp: it seeds the MCP servers' per-sample sandbox")
     if mcp or mcp_url:
         from fcbench.pipeline.scaffold_mcp import McpSource, scaffold_mcp_dataset
 
         if base_url or auth_env:
             raise UserError("--base-url and --auth-env go with --openapi; an MCP server is named by --mcp or --mcp-url")
         sources = [McpSource(text) for text in mcp or []] + [McpSource(text, is_url=True) for text in mcp_url or []]
-        result = scaffold_mcp_dataset(name, sources, file, force=force)
+        result = scaffold_mcp_dataset(name, sources, file, force=force, sandbox_seed=sandbox_seed)
         what = f"{result.files} MCP server(s)"
     else:
         from fcbench.pipeline.scaffold import scaffold_dataset

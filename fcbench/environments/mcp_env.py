@@ -365,8 +365,9 @@ class McpEnvironment(Environment):
         failed = worker.failed_starts.get(server.name)
         if failed is not None and failed[0] >= MAX_FAILED_STARTS:
             raise McpFailure(failed[1].reason, f"{failed[1].message} (not started again after {failed[0]} failed starts)")
-        if self._portal is None:
-            self._portal = McpPortal()
+        with self._pool:  # one event-loop thread for every worker's connections
+            if self._portal is None:
+                self._portal = McpPortal()
         if not worker.seeded:
             self._reset(worker)
         log = self.log_dir / f"{server.name}-w{worker.index}.log" if self.log_dir is not None else \

@@ -78,11 +78,16 @@ def server_key(reported: str) -> str:
     return key if key[0].isalpha() else f"server-{key}"
 
 
-def list_servers(sources: list[McpSource], base_dir: Path, init_timeout: float = 30.0) -> tuple[list[ListedServer], McpImport]:
-    """Start (or reach) each server, read its tools, stop it. A server that fails is a UserError
-    naming it, with what it said."""
+def list_servers(sources: list[McpSource], base_dir: Path, init_timeout: float = 30.0,
+                 seed: Path | None = None) -> tuple[list[ListedServer], McpImport]:
+    """Start (or reach) each server, read its tools, stop it; `{sandbox}` is a temporary copy of
+    `seed` (or an empty folder). A server that fails is a UserError naming it, with what it said."""
+    from fcbench.environments.mcp_env import reset_sandbox
+
     portal = McpPortal()
     sandbox = Path(tempfile.mkdtemp(prefix="fcbench-mcp-new-"))
+    reset_sandbox(sandbox / "box", seed)
+    logs, sandbox = sandbox, sandbox / "box"
     listed: list[ListedServer] = []
     imported = McpImport()
     taken: set[str] = set()
@@ -93,7 +98,7 @@ def list_servers(sources: list[McpSource], base_dir: Path, init_timeout: float =
                                   {k: v.replace("{sandbox}", str(sandbox)) for k, v in launch.env.items()},
                                   str(base_dir), launch.url)
             try:
-                connection = McpConnection(filled, portal, init_timeout=init_timeout, log_path=sandbox / f"{len(listed)}.log")
+                connection = McpConnection(filled, portal, init_timeout=init_timeout, log_path=logs / f"{len(listed)}.log")
             except McpFailure as failure:
                 raise UserError(f"--mcp{'-url' if source.is_url else ''} {source.text!r}: {failure.message}") from None
             try:
@@ -110,7 +115,7 @@ def list_servers(sources: list[McpSource], base_dir: Path, init_timeout: float =
                 connection.close()
     finally:
         portal.close()
-        shutil.rmtree(sandbox, ignore_errors=True)
+        shutil.rmtree(logs, ignore_errors=True)
     return listed, imported
 
 
@@ -118,7 +123,7 @@ def _yaml(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)  # JSON is YAML, and quotes what needs quoting
 
 
-def pipeline_entry(name: str, dataset_dir: str, servers: list[ListedServer]) -> str:
+def pipeline_entry(name: str, dataset_dir: str, servers: list[ListedServer], seed: str | None = None) -> str:
     lines = [
         "",
         f"  {name}:",
@@ -135,7 +140,8 @@ def pipeline_entry(name: str, dataset_dir: str, servers: list[ListedServer]) -> 
         f"      responses: {dataset_dir}/recorded.json",
         "      timeout_s: 10              # per call",
         "      workers: 2                 # server sets (one sandbox each)",
-        "      # sandbox: {seed: " + dataset_dir + "/sandbox}   # a folder copied into each sample's fresh {sandbox}",
+        (f"      sandbox: {{seed: {_yaml(seed)}}}   # copied into each sample's fresh {{sandbox}}" if seed else
+         "      # sandbox: {seed: FOLDER}   # files copied into each sample's fresh {sandbox} (--sandbox-seed)"),
         "      servers:",
     ]
     for server in servers:
@@ -172,7 +178,7 @@ def pipeline_entry(name: str, dataset_dir: str, servers: list[ListedServer]) -> 
 
 
 def scaffold_mcp_dataset(name: str, sources: list[McpSource], pipelines_file: Path, *, force: bool = False,
-                         init_timeout: float = 30.0) -> ScaffoldResult:
+                         init_timeout: float = 30.0, sandbox_seed: Path | None = None) -> ScaffoldResult:
     if not re.match(PIPELINE_NAME_PATTERN, name):
         raise UserError(f"{name!r}: a pipeline name is lower-case letters, digits, '-' and '_'")
     if not sources:
@@ -185,7 +191,13 @@ def scaffold_mcp_dataset(name: str, sources: list[McpSource], pipelines_file: Pa
     target = root / dataset_dir
     if target.exists() and any(target.iterdir()) and not force:
         raise UserError(f"{target}: already exists (use --force to write over it)")
-    servers, imported = list_servers(sources, root, init_timeout)
+    seed_text = None
+    if sandbox_seed is not None:
+        if not sandbox_seed.is_dir():
+            raise UserError(f"--sandbox-seed {sandbox_seed}: no such folder")
+        resolved = sandbox_seed.resolve()
+        seed_text = str(resolved.relative_to(root)) if resolved.is_relative_to(root) else str(resolved)
+    servers, imported = list_servers(sources, root, init_timeout, sandbox_seed)
     if not imported.tools:
         problems = "; ".join(note.describe() for note in imported.errors[:3])
         raise UserError(f"no tool imported from {', '.join(s.key for s in servers)}" + (f": {problems}" if problems else ""))
@@ -193,7 +205,7 @@ def scaffold_mcp_dataset(name: str, sources: list[McpSource], pipelines_file: Pa
     pools = value_pools(imported.tools)
     pools["description"] = "Slot values seeded by `build-dataset new` from the tools' enums and examples; edit freely."
     findings = lint_tools(imported.tools)
-    entry = pipeline_entry(name, dataset_dir, servers)
+    entry = pipeline_entry(name, dataset_dir, servers, seed_text)
     new_text = _appended(pipelines_file, name, entry)  # checked before anything is written
     target.mkdir(parents=True, exist_ok=True)
     write_json(target / "tools.json", records, indent=2)

@@ -22,6 +22,16 @@
    flight"). Every response is kept on its call.
 4. The query (`render_query`): one clause per call from the phrase templates, lookups left
    implicit (their name appears where their result is used).
+
+Tools whose outputs share names but not meanings (every MCP filesystem tool answers `content`) are
+chained by what the dataset declares instead (`feeds.json` beside the tools, `load_declared_feeds`):
+then only the declared feeds link tools. A declared feed may target a value inside a list argument
+(`create_entities.entities[0].observations[0]`, `fcbench.argument_paths`): the list is then built
+with one entry, whose required fields are filled like parameters. A parameter both a pool and a
+declared feed can fill is fed in the goal call and in half of the others. A phrase per (reader
+parameter, source tool) (`write_file.content<read_text_file = the text of {path}`) says what an
+argument reads in words, from the source's own arguments; a source every reader names that way
+needs no clause of its own ("Save the text of docs/brief.md to notes/copy.md" is two calls).
 Everything random takes a `random.Random` seeded by the caller: the same seed gives the same drafts.
 """
 
@@ -33,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from fcbench.argument_paths import is_argument_path, nest_arguments, parse_argument_path
 from fcbench.checks.constraints import PickSpec, choose_pick, parse_path as parse_field_path
 from fcbench.environments import Environment
 from fcbench.checks.grounding import ungrounded_values
@@ -45,6 +56,7 @@ DEFAULT_PHRASES = Path(__file__).resolve().parents[1] / "prompts" / "graph_sampl
 ORDINALS = ["first", "second", "third"]
 PICK_AMONG = len(ORDINALS)  # entries of a result list a draft may pick
 OPTIONAL_CHANCE = 0.4  # an optional argument the pools can fill is set this often (a constraint)
+FEED_OPTIONAL_CHANCE = 0.5  # a parameter a pool and a declared feed can fill is fed this often (below the goal)
 MAX_OPTIONAL = 2  # constraints per call, so a clause stays readable
 GENERAL_DOMAIN = "general"
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -103,17 +115,35 @@ def example_fields(value: Any, prefix: tuple[str | None, ...] = ()) -> list[Outp
     return [OutputField(prefix, kind)]
 
 
-def output_fields(schema: Any, prefix: tuple[str | None, ...] = ()) -> list[OutputField]:
-    """Every leaf of a `returns` JSON Schema, with its path."""
+def output_fields(schema: Any, prefix: tuple[str | None, ...] = (), root: Any = None,
+                  followed: frozenset[str] = frozenset()) -> list[OutputField]:
+    """Every leaf of a `returns` JSON Schema, with its path. Local `$ref`s (`#/$defs/TimeResult`,
+    as MCP servers write output schemas) are followed, each once per branch."""
     if not isinstance(schema, dict):
         return []
+    root = schema if root is None else root
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/") and ref not in followed:
+        target = _schema_pointer(root, ref)
+        if target is not None:
+            return output_fields(target, prefix, root, followed | {ref})
     kind = _first_type(schema.get("type"))
     if kind == "object" or "properties" in schema:
         return [leaf for name, sub in (schema.get("properties") or {}).items()
-                for leaf in output_fields(sub, prefix + (name,))]
+                for leaf in output_fields(sub, prefix + (name,), root, followed)]
     if kind == "array":
-        return output_fields(schema.get("items"), prefix + (None,))
+        return output_fields(schema.get("items"), prefix + (None,), root, followed)
     return [OutputField(prefix, kind)] if prefix else []
+
+
+def _schema_pointer(root: Any, ref: str) -> Any:
+    node = root
+    for part in ref[2:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
 
 
 def _first_type(kind: Any) -> str | None:
@@ -217,6 +247,7 @@ class FedGroup:
     words: tuple[str, ...]
     parameters: tuple[str, ...]
     feeds: Mapping[str, list[Feed]]  # parameter -> its possible feeds
+    optional: bool = False  # a value pool can fill it too (declared feeds): fed in goals, else now and then
 
     def sources(self) -> list[str]:
         """Tools that can feed every parameter of the group, in catalog order."""
@@ -231,10 +262,58 @@ class FedGroup:
 
 
 @dataclass(frozen=True)
+class Leaf:
+    """One value a call needs: a required parameter, or a required field of the one entry a list
+    argument gets when the dataset names a path into it (`entities[0].name`)."""
+
+    name: str
+    schema: Mapping[str, Any]
+
+
+def parameter_leaves(tool: Tool, named: set[str] | frozenset[str] = frozenset()) -> list[Leaf]:
+    """The values a call of `tool` needs, in the order its schema requires them. A required list
+    is opened into its first entry only where `named` (paths the pools or declared feeds give)
+    reaches into it; otherwise it is one value, as before."""
+    properties = tool.parameters.get("properties") or {}
+    return [leaf for name in tool.parameters.get("required") or []
+            for leaf in _leaves(name, properties.get(name) or {}, named)]
+
+
+def _leaves(path: str, schema: Mapping[str, Any], named: set[str] | frozenset[str]) -> list[Leaf]:
+    entry = f"{path}[0]"
+    items = schema.get("items")
+    if _first_type(schema.get("type")) == "array" and isinstance(items, dict) and \
+            any(name == entry or name.startswith((entry + ".", entry + "[")) for name in named):
+        if _first_type(items.get("type")) == "object" or "properties" in items:
+            fields = items.get("properties") or {}
+            return [leaf for field_name in items.get("required") or []
+                    for leaf in _leaves(f"{entry}.{field_name}", fields.get(field_name) or {}, named)]
+        return [Leaf(entry, items)]
+    return [Leaf(path, schema)]
+
+
+def leaf_schema(tool: Tool, name: str) -> Mapping[str, Any]:
+    """The schema of a parameter, or of the value at an argument path."""
+    schema: Any = tool.parameters
+    for part in parse_argument_path(name):
+        if isinstance(part, int):
+            schema = schema.get("items") if isinstance(schema, dict) else None
+        else:
+            schema = (schema.get("properties") or {}).get(part) if isinstance(schema, dict) else None
+        if not isinstance(schema, dict):
+            return {}
+    return schema
+
+
+@dataclass(frozen=True)
 class FeedGraph:
     tools: dict[str, Tool]
     groups: dict[str, list[FedGroup]]  # tool -> the groups of its fed parameters
     unfillable: dict[str, list[str]]  # tool -> required parameters nothing fills
+    leaves: dict[str, list[Leaf]] = field(default_factory=dict)  # tool -> the values a call needs
+
+    def leaves_of(self, tool: str) -> list[Leaf]:
+        return self.leaves.get(tool) or parameter_leaves(self.tools[tool])
 
     def plannable(self, tool: str) -> bool:
         return not self.unfillable.get(tool)
@@ -279,18 +358,30 @@ def _feeds_for(tool: Tool, parameter: str, schema: Mapping[str, Any], catalog: S
     return found
 
 
-def build_feed_graph(catalog: Sequence[Tool], pools: ValuePools) -> FeedGraph:
+def build_feed_graph(catalog: Sequence[Tool], pools: ValuePools, declared: "DeclaredFeeds | None" = None) -> FeedGraph:
     fields_of = {tool.name: response_fields(tool.returns) for tool in catalog}
     groups: dict[str, list[FedGroup]] = {}
     unfillable: dict[str, list[str]] = {}
+    leaves: dict[str, list[Leaf]] = {}
     for tool in catalog:
-        properties = tool.parameters.get("properties") or {}
         covered = pools.covered_arguments(tool.name)
+        named = covered | (declared.targets(tool.name) if declared is not None else set())
+        leaves[tool.name] = parameter_leaves(tool, named)
+        if declared is not None:  # only what the dataset declares links tools
+            groups[tool.name] = []
+            for leaf in leaves[tool.name]:
+                feeds = declared.feeds_to(tool.name, leaf.name)
+                if feeds:
+                    group = FedGroup((leaf.name,), (leaf.name,), {leaf.name: feeds}, optional=leaf.name in covered)
+                    groups[tool.name].append(group)
+                elif leaf.name not in covered and _fallback_literal(leaf.schema, random.Random(0)) is None:
+                    unfillable.setdefault(tool.name, []).append(leaf.name)
+            continue
         by_words: dict[tuple[str, ...], dict[str, list[Feed]]] = {}
-        for parameter in tool.parameters.get("required") or []:
+        for leaf in leaves[tool.name]:
+            parameter, schema = leaf.name, leaf.schema
             if parameter in covered:
                 continue
-            schema = properties.get(parameter) or {}
             options = _feeds_for(tool, parameter, schema, catalog, fields_of)
             if not options:
                 if _fallback_literal(schema, random.Random(0)) is None:
@@ -300,7 +391,71 @@ def build_feed_graph(catalog: Sequence[Tool], pools: ValuePools) -> FeedGraph:
             by_words.setdefault(words, {})[parameter] = options[words]
         groups[tool.name] = [FedGroup(words, tuple(feeds), feeds) for words, feeds in by_words.items()]
         groups[tool.name] = [group for group in groups[tool.name] if group.sources()]
-    return FeedGraph({tool.name: tool for tool in catalog}, groups, unfillable)
+    return FeedGraph({tool.name: tool for tool in catalog}, groups, unfillable, leaves)
+
+
+class DeclaredFeedsError(ValueError):
+    """A feeds file that names a tool, parameter or output field the catalog does not have."""
+
+
+@dataclass(frozen=True)
+class DeclaredFeeds:
+    """`feeds.json`: which output field may feed which parameter (or value inside a list
+    argument). `{"feeds": [{"to": "write_file.content", "from": ["read_text_file.content",
+    "convert_time.target.datetime"]}]}`; an output path writes `[]` for an entry of a list."""
+
+    feeds: Mapping[tuple[str, str], list[Feed]]  # (tool, parameter or path) -> its feeds
+
+    def targets(self, tool: str) -> set[str]:
+        return {name for owner, name in self.feeds if owner == tool}
+
+    def feeds_to(self, tool: str, name: str) -> list[Feed]:
+        return list(self.feeds.get((tool, name), []))
+
+
+def declared_feeds_from_dict(data: Any, catalog: Sequence[Tool], source: str = "feeds") -> DeclaredFeeds:
+    tools = {tool.name: tool for tool in catalog}
+    if not isinstance(data, dict) or not isinstance(data.get("feeds"), list):
+        raise DeclaredFeedsError(f"{source}: expected an object with a 'feeds' list")
+    fields_of: dict[str, dict[str, OutputField]] = {}
+    feeds: dict[tuple[str, str], list[Feed]] = {}
+    for index, entry in enumerate(data["feeds"]):
+        where = f"{source}: feeds[{index}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("to"), str) or \
+                not isinstance(entry.get("from"), list) or not entry["from"]:
+            raise DeclaredFeedsError(f"{where}: expected {{\"to\": \"TOOL.parameter\", \"from\": [\"TOOL.output.path\", ...]}}")
+        tool_name, _, target = entry["to"].partition(".")
+        if tool_name not in tools or not target:
+            raise DeclaredFeedsError(f"{where}: {entry['to']!r} names no tool of the catalog")
+        schema = leaf_schema(tools[tool_name], target)
+        if not schema:
+            raise DeclaredFeedsError(f"{where}: {tool_name} has no parameter {target!r}")
+        for text in entry["from"]:
+            source_name, _, path = str(text).partition(".")
+            if source_name not in tools or source_name == tool_name:
+                raise DeclaredFeedsError(f"{where}: {text!r} names no other tool of the catalog")
+            known = fields_of.setdefault(source_name, {f.text(): f for f in response_fields(tools[source_name].returns)})
+            output = known.get(path)
+            if output is None:
+                raise DeclaredFeedsError(f"{where}: {source_name} declares no output {path!r} "
+                                         f"(its outputs: {', '.join(sorted(known)) or 'none'})")
+            if not _types_agree(schema, output.type):
+                raise DeclaredFeedsError(f"{where}: {text} is {output.type}, {entry['to']} takes {schema.get('type')}")
+            feeds.setdefault((tool_name, target), []).append(Feed(source_name, output, False))
+    return DeclaredFeeds(feeds)
+
+
+def load_declared_feeds(path: Path, catalog: Sequence[Tool]) -> DeclaredFeeds | None:
+    """The dataset's feeds file, or None when it has none (tools are then linked by name)."""
+    import json
+
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise DeclaredFeedsError(f"{path}: not valid JSON ({exc})") from None
+    return declared_feeds_from_dict(data, catalog, str(path))
 
 
 def _fallback_literal(schema: Mapping[str, Any], rng: random.Random) -> Any:
@@ -365,8 +520,15 @@ def place_groups(pools: ValuePools) -> list[str]:
     return sorted({g for slot in pools.slots.values() for value in slot.values if (g := slot.group_of(value))})
 
 
-def _slot_value(ctx: DraftContext, slot: Slot, city: str | None) -> dict[str, Any]:
+def _slot_value(ctx: DraftContext, slot: Slot, city: str | None, goal: int = 0) -> dict[str, Any]:
     if not slot.is_place:
+        if slot.per_goal:  # one value per request of the draft, another than the other requests' when it can
+            key = f"{slot.name}#{goal}"
+            if key not in ctx.values:
+                used = [value for name, value in ctx.values.items() if name.split("#")[0] == slot.name]
+                options = [value for value in slot.values if value not in used] or slot.values
+                ctx.values[key] = options[ctx.rng.randrange(len(options))]
+            return ctx.values[key]
         if slot.name not in ctx.values:
             ctx.values[slot.name] = slot.values[ctx.rng.randrange(len(slot.values))]
         return ctx.values[slot.name]
@@ -382,8 +544,12 @@ def _place_key(slot: Slot, value: Mapping[str, Any]) -> str:
     return f"{slot.name}:{sorted(value.items())}"
 
 
+def _allowed_sources(ctx: DraftContext, group: FedGroup, ancestors: set[str]) -> list[str]:
+    return [s for s in group.sources() if s in ctx.allowed and s not in ancestors and ctx.graph.plannable(s)]
+
+
 def _choose_source(ctx: DraftContext, tool: str, group: FedGroup, ancestors: set[str]) -> str:
-    sources = [s for s in group.sources() if s in ctx.allowed and s not in ancestors and ctx.graph.plannable(s)]
+    sources = _allowed_sources(ctx, group, ancestors)
     if not sources:
         raise PlanFailed(f"no allowed tool feeds {tool}.{'/'.join(group.parameters)}")
     own_domain = tool_domain(ctx.graph.tools[tool])
@@ -403,6 +569,12 @@ def plan_call(ctx: DraftContext, tool: str, city: str | None, goal: int, ancesto
     if len(groups) > 1:
         journey = ctx.journeys[tool] if tool in ctx.journeys else ctx.rng.random() < 0.5
     for position, group in enumerate(groups):
+        if group.optional:
+            # a goal reads what it was chosen to read (when the draft offers a source); a source may
+            # take a pool's value instead
+            if not _allowed_sources(ctx, group, set(ancestors) | {tool}) or \
+                    (ancestors and ctx.rng.random() >= FEED_OPTIONAL_CHANCE):
+                continue
         source = _choose_source(ctx, tool, group, set(ancestors) | {tool})
         source_city = ctx.home_city if journey and position == 0 else city
         index = plan_call(ctx, source, source_city, goal, ancestors | {tool})
@@ -415,18 +587,18 @@ def plan_call(ctx: DraftContext, tool: str, city: str | None, goal: int, ancesto
 
 
 def _choose_literals(ctx: DraftContext, node: PlanNode, city: str | None) -> None:
-    tool = ctx.graph.tools[node.tool]
-    properties = tool.parameters.get("properties") or {}
     fed = {p for f in node.fed for p in f.fields}
     uses = [(slot, use) for slot, use in ctx.pools.uses_for(node.tool) if not set(use.arguments) & fed]
     place_values: list[tuple[Slot, SlotUse, dict[str, Any]]] = []
-    required = list(tool.parameters.get("required") or [])
+    leaves = ctx.graph.leaves_of(node.tool)
+    schema_of = {leaf.name: leaf.schema for leaf in leaves}
+    required = [leaf.name for leaf in leaves]
     for parameter in required:
         if parameter in fed or parameter in node.literals:
             continue
         options = [(s, u) for s, u in uses if parameter in u.arguments and not set(u.arguments) & set(node.literals)]
         if not options:
-            value = _fallback_literal(properties.get(parameter) or {}, ctx.rng)
+            value = _fallback_literal(schema_of.get(parameter) or {}, ctx.rng)
             if value is None:
                 raise PlanFailed(f"nothing fills {node.tool}.{parameter}")
             node.literals[parameter] = value
@@ -434,7 +606,7 @@ def _choose_literals(ctx: DraftContext, node: PlanNode, city: str | None) -> Non
         # a slot the draft already uses goes first: the flight leaves on the first day of the hotel stay
         options = [(s, u) for s, u in options if s.name in ctx.values] or options
         slot, use = options[ctx.rng.randrange(len(options))]
-        value = _slot_value(ctx, slot, city)
+        value = _slot_value(ctx, slot, city, node.goal)
         node.literals.update({arg: value[f] for arg, f in use.arguments.items()})
         # an optional argument set along with a required one (a stay's return date) is said too
         node.optional.extend(arg for arg in use.arguments if arg not in required)
@@ -449,7 +621,7 @@ def _choose_literals(ctx: DraftContext, node: PlanNode, city: str | None) -> Non
             continue
         if ctx.rng.random() >= OPTIONAL_CHANCE:
             continue
-        value = _slot_value(ctx, slot, city)
+        value = _slot_value(ctx, slot, city, node.goal)
         candidate = {arg: value[f] for arg, f in use.arguments.items()}
         if ctx.phrases.states_constraint(ctx.graph.tools[node.tool], candidate):
             node.literals.update(candidate)
@@ -458,7 +630,12 @@ def _choose_literals(ctx: DraftContext, node: PlanNode, city: str | None) -> Non
 
 # ------------------------------------------------------------------------------- the phrases
 SayArgument = Callable[[str, list[str]], str]  # (parameter, extra placeholder parts) -> text
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][\w]*)(?:\|([^{}|]*))?(?:\|([^{}|]*))?\}")
+# {param}, {param|noun}, {param|singular|plural}; param may be a path into a list argument (entities[0].name)
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][\w]*(?:\[\d+\]|\.[A-Za-z_]\w*)*)(?:\|([^{}|]*))?(?:\|([^{}|]*))?\}")
+
+
+def placeholder_names(template: str) -> set[str]:
+    return {match.group(1) for match in _PLACEHOLDER.finditer(template)}
 
 
 @dataclass(frozen=True)
@@ -466,10 +643,13 @@ class PhraseBook:
     clauses: dict[str, str]  # tool -> clause
     fragments: dict[tuple[str, str], str]  # (tool, parameter) -> fragment
     nouns: dict[str, str] = field(default_factory=dict)  # tool -> what an entry of its results is
+    # (reader tool, parameter, source tool) -> how the user names what the argument reads, from the
+    # source's arguments: `write_file.content<read_text_file = the text of {path}`
+    references: dict[tuple[str, str, str], str] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, text: str) -> "PhraseBook":
-        clauses, fragments, nouns = {}, {}, {}
+        clauses, fragments, nouns, references = {}, {}, {}, {}
         for line in text.splitlines():
             line = line.strip()
             if not line or line.startswith("#") or "=" not in line:
@@ -477,12 +657,16 @@ class PhraseBook:
             key, template = (part.strip() for part in line.split("=", 1))
             if key.endswith("@result"):
                 nouns[key.removesuffix("@result")] = template
+            elif "<" in key and "." in key.split("<", 1)[0]:
+                reader, source = (part.strip() for part in key.split("<", 1))
+                tool, parameter = reader.split(".", 1)
+                references[(tool, parameter, source)] = template
             elif "." in key:
                 tool, parameter = key.split(".", 1)
                 fragments[(tool, parameter)] = template
             else:
                 clauses[key] = template
-        return cls(clauses, fragments, nouns)
+        return cls(clauses, fragments, nouns, references)
 
     @classmethod
     def load(cls, path: Path) -> "PhraseBook":
@@ -532,7 +716,7 @@ def _number_text(value: int | float) -> str:
 
 
 def _say_literal(tool: Tool, parameter: str, value: Any, extra: list[str]) -> str:
-    schema = (tool.parameters.get("properties") or {}).get(parameter) or {}
+    schema = leaf_schema(tool, parameter)
     if isinstance(value, str) and _ISO_DATE.match(value):
         return spell_date(value)
     if isinstance(value, str) and schema.get("enum") and not (len(value) <= 3 and value.isupper()):
@@ -599,7 +783,7 @@ def _resolve_group(ctx: DraftContext, node: PlanNode, group: FedArguments,
         except (LookupError, TypeError):
             raise PlanFailed(f"{source.tool} response has no {output.text()}") from None
         references[parameter] = format_reference(source.label, path)
-        schema = (ctx.graph.tools[node.tool].parameters.get("properties") or {}).get(parameter) or {}
+        schema = leaf_schema(ctx.graph.tools[node.tool], parameter)
         if is_list_parameter(schema):  # one id for a list of ids
             references[parameter], values[parameter] = [references[parameter]], [values[parameter]]
     return references, values
@@ -628,8 +812,8 @@ def execute_plan(ctx: DraftContext, environment: Environment) -> list[list[Call]
                 references, values = _resolve_group(ctx, node, group, outputs)
                 arguments.update(references)
                 resolved.update(values)
-            written.append(_ordered(ctx.graph.tools[node.tool], arguments))
-            sent.append((node.tool, resolved))
+            written.append(_arguments_of(ctx.graph, node.tool, arguments))
+            sent.append((node.tool, _arguments_of(ctx.graph, node.tool, resolved)))
         outcomes = environment.call_step(sent)
         calls = []
         for node, arguments, outcome in zip(step, written, outcomes):
@@ -647,13 +831,24 @@ def _ordered(tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]:
     return dict(sorted(arguments.items(), key=lambda item: order.index(item[0]) if item[0] in order else len(order)))
 
 
+def _arguments_of(graph: FeedGraph, tool: str, values: dict[str, Any]) -> dict[str, Any]:
+    """The call's arguments from its values by parameter or path (`entities[0].name`): paths are
+    nested into the list arguments they fill, in the order the schema requires them."""
+    if not any(is_argument_path(name) for name in values):
+        return _ordered(graph.tools[tool], values)
+    order = [leaf.name for leaf in graph.leaves_of(tool)]
+    ranked = sorted(values.items(), key=lambda item: order.index(item[0]) if item[0] in order else len(order))
+    return _ordered(graph.tools[tool], nest_arguments(dict(ranked)))
+
+
 # ------------------------------------------------------------------------------------ the query
 def render_query(ctx: DraftContext) -> str:
     consumed = {f.source for node in ctx.nodes for f in node.fed}
+    spoken = _named_by_readers(ctx)
     chains: dict[int, list[str]] = {}
     for index in sorted(range(len(ctx.nodes)), key=lambda i: (ctx.nodes[i].depth, i)):
         node = ctx.nodes[index]
-        if index in consumed and node.subject is not None:
+        if index in consumed and (node.subject is not None or index in spoken):
             continue  # a lookup: the user names the place where its result is used
         chains.setdefault(node.goal, []).append(_clause(ctx, node))
     sentences = [", then ".join(clauses) for _, clauses in sorted(chains.items())]
@@ -663,17 +858,39 @@ def render_query(ctx: DraftContext) -> str:
     return text
 
 
+def _named_by_readers(ctx: DraftContext) -> set[int]:
+    """Calls whose every reader names them by a reference phrase that states all their arguments
+    ("the text of {path}"): their own clause would say the same again."""
+    readers: dict[int, list[tuple[PlanNode, str]]] = {}
+    for node in ctx.nodes:
+        for group in node.fed:
+            readers.setdefault(group.source, []).extend((node, parameter) for parameter in group.fields)
+    spoken = set()
+    for index, uses in readers.items():
+        source = ctx.nodes[index]
+        arguments = set(source.literals) | {p for group in source.fed for p in group.fields}
+        phrases = [ctx.phrases.references.get((reader.tool, parameter, source.tool)) for reader, parameter in uses]
+        if all(phrase is not None and arguments <= placeholder_names(phrase) for phrase in phrases):
+            spoken.add(index)
+    return spoken
+
+
+def _say_argument(ctx: DraftContext, node: PlanNode, parameter: str, extra: list[str]) -> str:
+    """An argument of a call as the user says it: a literal value, or what it reads."""
+    for group in node.fed:
+        if parameter in group.fields:
+            return _say_reference(ctx, ctx.nodes[group.source], node, extra, parameter)
+    return _say_literal(ctx.graph.tools[node.tool], parameter, node.literals.get(parameter), extra)
+
+
 def _clause(ctx: DraftContext, node: PlanNode) -> str:
-    tool = ctx.graph.tools[node.tool]
-    fed_from = {p: ctx.nodes[f.source] for f in node.fed for p in f.fields}
     said: set[str] = set()
 
     def say(parameter: str, extra: list[str]) -> str:
         said.add(parameter)
-        if parameter in fed_from:
-            return _say_reference(ctx, fed_from[parameter], node, extra)
-        return _say_literal(tool, parameter, node.literals.get(parameter), extra)
+        return _say_argument(ctx, node, parameter, extra)
 
+    tool = ctx.graph.tools[node.tool]
     text = ctx.phrases.clause(tool, say)
     for parameter in node.optional:
         if parameter not in said:  # a fragment may state two (a price cap with its currency)
@@ -681,10 +898,19 @@ def _clause(ctx: DraftContext, node: PlanNode) -> str:
     return text
 
 
-def _say_reference(ctx: DraftContext, source: PlanNode, reader: PlanNode, extra: list[str]) -> str:
-    """How the user names what an argument reads: the place they gave, "the second hotel" for an
+def _say_reference(ctx: DraftContext, source: PlanNode, reader: PlanNode, extra: list[str], parameter: str = "") -> str:
+    """How the user names what an argument reads: the dataset's phrase for it ("the text of
+    {path}", said from the source's arguments), the place they gave, "the second hotel" for an
     entry picked from a result list, or the name behind a single result ("Hyde Park" for the
     details of the Hyde Park attraction)."""
+    phrase = ctx.phrases.references.get((reader.tool, parameter, source.tool))
+    if phrase is not None:
+        def say_source(name: str, parts: list[str]) -> str:
+            if name == "nth":
+                return ORDINALS[reader.picked] if reader.picked is not None else ORDINALS[0]
+            return _say_argument(ctx, source, name, parts)
+
+        return fill_placeholders(phrase, say_source)
     if source.subject is not None:
         return source.subject
     if reader.pick_text is not None:
