@@ -84,6 +84,7 @@ class McpPortal:
     def __init__(self) -> None:
         from anyio.from_thread import start_blocking_portal
 
+        quiet_sdk_logging()
         self._manager = start_blocking_portal()
         self.portal = self._manager.__enter__()
 
@@ -110,8 +111,24 @@ def _stderr_tail(path: Path | None) -> str:
     return " | ".join(lines[-_STDERR_TAIL_LINES:])
 
 
+class _Garbage:
+    """What a server wrote that is not a JSON-RPC message: the SDK hands it to the session's message
+    handler and otherwise drops it, so the call it answered would only time out."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+        self.event: Any = None  # an anyio.Event of the portal's loop, made per call
+
+    async def handle(self, message: Any) -> None:
+        if isinstance(message, Exception):
+            self.seen.append(_parse_problem(message))
+            if self.event is not None:
+                self.event.set()
+
+
 @asynccontextmanager
-async def _session(launch: ServerLaunch, errlog: Any, init_timeout: float, call_timeout: float) -> AsyncIterator[Any]:
+async def _session(launch: ServerLaunch, errlog: Any, init_timeout: float, call_timeout: float,
+                   garbage: _Garbage) -> AsyncIterator[Any]:
     import anyio
     from mcp import ClientSession, StdioServerParameters, stdio_client
     from mcp.client.streamable_http import streamable_http_client
@@ -124,7 +141,7 @@ async def _session(launch: ServerLaunch, errlog: Any, init_timeout: float, call_
                                        cwd=launch.cwd)
         transport = stdio_client(params, errlog=errlog)
     async with transport as (read, write):
-        async with ClientSession(read, write, read_timeout_seconds=call_timeout) as session:
+        async with ClientSession(read, write, read_timeout_seconds=call_timeout, message_handler=garbage.handle) as session:
             tools: list[Any] = []
             with anyio.fail_after(init_timeout):
                 info = await session.initialize()
@@ -151,7 +168,9 @@ class McpConnection:
             log_path.parent.mkdir(parents=True, exist_ok=True)
         # the SDK needs a real file (it hands the descriptor to the child process)
         self._errlog = open(log_path, "a", encoding="utf-8") if log_path is not None else open(os.devnull, "w")
-        self._manager = self._portal.wrap_async_context_manager(_session(launch, self._errlog, init_timeout, call_timeout))
+        self._garbage = _Garbage()
+        self._manager = self._portal.wrap_async_context_manager(
+            _session(launch, self._errlog, init_timeout, call_timeout, self._garbage))
         try:
             self.session, self.info, self._tools = self._manager.__enter__()
         except BaseException as exc:  # noqa: BLE001 (every start failure becomes one clear reason)
@@ -188,13 +207,39 @@ class McpConnection:
         limit = timeout if timeout is not None else self.call_timeout
         where = f"MCP server {self.launch.name!r}, tool {name}"
         try:
-            result = self._portal.call(lambda: self.session.call_tool(name, dict(arguments), read_timeout_seconds=limit))
+            result = self._portal.call(self._guarded_call, name, dict(arguments), limit)
         except BaseException as exc:  # noqa: BLE001
             raise self._call_failure(unwrap(exc), where, limit) from None
+        if result is None:  # the server wrote something that is not JSON-RPC while the call waited
+            raise McpFailure(ErrorReason.PROTOCOL_ERROR, f"{where}: the server wrote something that is not a JSON-RPC "
+                                                         f"message: {self._garbage.seen[-1]}")
         data = result.model_dump(by_alias=True, exclude_none=True, mode="json")
         data.pop("resultType", None)  # protocol bookkeeping, not the tool's answer
         data.pop("_meta", None)
         return data
+
+    async def _guarded_call(self, name: str, arguments: dict[str, Any], limit: float) -> Any:
+        """The call, or None as soon as the server writes a line that is not JSON-RPC."""
+        import anyio
+
+        self._garbage.event = anyio.Event()
+        result = None
+        try:
+            async with anyio.create_task_group() as group:
+                async def call() -> None:
+                    nonlocal result
+                    result = await self.session.call_tool(name, arguments, read_timeout_seconds=limit)
+                    group.cancel_scope.cancel()
+
+                async def watch() -> None:
+                    await self._garbage.event.wait()
+                    group.cancel_scope.cancel()
+
+                group.start_soon(call)
+                group.start_soon(watch)
+        finally:
+            self._garbage.event = None
+        return result
 
     def _call_failure(self, exc: BaseException, where: str, limit: float) -> McpFailure:
         from mcp import MCPError
@@ -232,6 +277,29 @@ class McpConnection:
             pass
         finally:
             self._errlog.close()
+
+
+def _parse_problem(exc: Exception) -> str:
+    """One line for what the SDK could not read (a pydantic error names the line it got)."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            first = errors()[0]
+            return f"{first.get('msg', 'invalid')}: {str(first.get('input', ''))[:200]!r}"
+        except Exception:  # noqa: BLE001 (fall back to the message)
+            pass
+    return _describe(exc)[:300]
+
+
+def quiet_sdk_logging() -> None:
+    """The SDK logs a traceback for every line it cannot parse and for transport trouble; fcbench
+    reports those per call (a reject with the reason), so they are kept off the console."""
+    import logging
+
+    logger = logging.getLogger("mcp")
+    if not any(isinstance(handler, logging.NullHandler) for handler in logger.handlers):
+        logger.addHandler(logging.NullHandler())
+    logger.propagate = False
 
 
 def _is_closed_stream(exc: BaseException) -> bool:

@@ -64,7 +64,8 @@ if TYPE_CHECKING:
 
 SANDBOX_PLACEHOLDER = "{sandbox}"
 MAX_FAILED_STARTS = 3  # a server that failed to start this often on a worker is not started again there
-_RESTARTING = (ErrorReason.TIMEOUT, ErrorReason.WORKER_DIED)  # the server's state is unknown afterwards
+# the server's state is unknown afterwards (a protocol error may be garbage on its stdout)
+_RESTARTING = (ErrorReason.TIMEOUT, ErrorReason.WORKER_DIED, ErrorReason.PROTOCOL_ERROR)
 
 
 def mcp_meta(tool: "Tool") -> dict[str, Any]:
