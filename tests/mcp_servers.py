@@ -5,6 +5,7 @@ Imported by name from any test folder (pyproject's pythonpath)."""
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -49,3 +50,13 @@ def make_seed(folder: Path) -> Path:
         db.execute("CREATE TABLE customers (name TEXT, tz TEXT)")
         db.executemany("INSERT INTO customers VALUES (?, ?)", [("Eve", "Asia/Singapore"), ("Frank", "Europe/Madrid")])
     return folder
+
+
+def fresh_clone(target: Path) -> Path:
+    """What a fresh clone holds: the files git tracks, nothing built, no .mcp/."""
+    listed = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z"], capture_output=True, check=True).stdout
+    for name in filter(None, listed.decode().split("\0")):
+        if (REPO / name).is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, target / name)
+    return target

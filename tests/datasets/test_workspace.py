@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pytest
 
-from build_digests import clean_copy
 from fcbench.config import load_pipelines
 from fcbench.environments import ErrorReason
 from fcbench.environments.execution import execute_gold_paths
@@ -30,7 +29,7 @@ from fcbench.formats import read_samples
 from fcbench.llm.mock_server import MockLLMServer
 from fcbench.references import iter_references
 from fcbench.sample import Sample
-from mcp_servers import REPO, require_servers
+from mcp_servers import REPO, fresh_clone, require_servers
 
 BUILD_DATASET = Path(sys.executable).parent / "build-dataset"
 # answers that depend on when they are asked: the time now, a file's timestamps, and convert_time,
@@ -52,7 +51,7 @@ def cross_server_references(sample: Sample, servers: dict[str, str]) -> int:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
     """A fresh clone (the tracked files only: no .mcp/, so no server can start) built offline."""
-    root = clean_copy(tmp_path_factory.mktemp("workspace") / "clone")
+    root = fresh_clone(tmp_path_factory.mktemp("workspace") / "clone")
     assert not (root / ".mcp").exists()
     done = subprocess.run([str(BUILD_DATASET), "run", "workspace", "--offline", "--json"], cwd=root, capture_output=True,
                           text=True, timeout=1200)
@@ -85,7 +84,7 @@ def test_a_fresh_clone_builds_200_validated_cross_server_samples_offline(built):
 
 
 def test_the_offline_build_is_the_same_bytes_twice(built, tmp_path):
-    second = clean_copy(tmp_path / "clone")
+    second = fresh_clone(tmp_path / "clone")
     done = subprocess.run([str(BUILD_DATASET), "run", "workspace", "--offline"], cwd=second, capture_output=True,
                           text=True, timeout=1200)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -162,12 +161,32 @@ def _clock_dependent(sample: Sample) -> set[str]:
     return labels
 
 
-def test_evaluate_runs_a_model_on_the_workspace_export(built, tmp_path):
-    with MockLLMServer() as server:
+def test_evaluate_scores_a_model_that_makes_the_gold_calls(built, tmp_path):
+    """`evaluate` over the exported benchmark, with the local mock as the model: it answers each
+    turn with the gold step, references written out as the values the recorded answers hold, so
+    ComplexEval's protocol (answers from the recorded responses) must score every sample a success."""
+    from fcbench.resolve import CallSite, resolve_arguments
+
+    validated = [item for item in read_samples(built / "datasets/workspace/build/validated.jsonl", "fcbench")
+                 if isinstance(item, Sample)]
+    steps_of: dict[str, list[list[dict]]] = {}
+    for sample in validated:
+        outputs = {call.label: call.response for call in sample.all_calls()}
+        steps_of[sample.messages[0]["content"]] = [
+            [{"name": call.name, "arguments": resolve_arguments(call.arguments, outputs, CallSite(call.label, call.name))}
+             for call in step] for step in sample.calls]
+
+    def gold_model(body, call_index):
+        query = next(message["content"] for message in body["messages"] if message["role"] == "user")
+        turn = sum(message["role"] == "assistant" for message in body["messages"])
+        steps = steps_of[query]
+        return {"tool_calls": steps[turn]} if turn < len(steps) else {"content": "Done."}
+
+    with MockLLMServer(responder=gold_model) as server:
         environ = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-mock", "HOME": str(tmp_path)}
-        done = subprocess.run([str(BUILD_DATASET), "evaluate", "workspace", "--model", "mock-model", "--limit", "5",
+        done = subprocess.run([str(BUILD_DATASET), "evaluate", "workspace", "--model", "gold-model", "--limit", "12",
                                "--json"], cwd=built, env=environ, capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, done.stderr[-2000:]
-        assert server.stats.as_dict()["chat_requests"] >= 5
-    scores = json.loads(done.stdout)
-    assert scores["summary"]["samples"] == 5 if "summary" in scores else scores
+    assert done.returncode == 0, done.stderr[-2000:]
+    scores = json.loads(done.stdout)["scores"]
+    assert scores["n"] == 12 and scores["success_rate"] == 1.0 and scores["call_accuracy"] == 1.0
+    assert set(scores["by_domain"]) <= {"memory+filesystem", "memory+time", "filesystem+time"}
