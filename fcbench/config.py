@@ -64,7 +64,9 @@ class McpServerConfig(_Config):
 
     command: str | None = None  # stdio: the program (a relative path with a '/' is taken from the pipelines file's folder)
     args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)  # added to the minimal environment the SDK passes on
+    # added to the minimal environment the SDK passes on; `${NAME}` is read from fcbench's own
+    # environment when the server starts (a token is written as `${GITHUB_TOKEN}`, never as itself)
+    env: dict[str, str] = Field(default_factory=dict)
     url: str | None = None  # streamable HTTP: http://host:port/mcp (shared by every worker; its state cannot be reset)
     # stateful: a call may change what later calls see (a memory graph, files): recordings are keyed
     # by the sample's earlier calls to this server, and each sample gets a fresh sandbox.

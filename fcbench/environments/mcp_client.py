@@ -20,6 +20,7 @@ protocol error. The SDK wraps errors in single-member exception groups; they are
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -59,6 +60,25 @@ class ServerLaunch:
         if self.url:
             return self.url
         return shlex.join([self.command or "", *self.args])
+
+
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def expand_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """A server's environment with `${NAME}` taken from fcbench's own environment when the server
+    starts: a token a server needs is written in pipelines.yaml as `${GITHUB_TOKEN}`, never as
+    itself. ValueError names a variable that is not set."""
+    expanded = {}
+    for key, value in env.items():
+        def lookup(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name not in os.environ:
+                raise ValueError(f"the environment variable {name} (in the server's env {key}) is not set")
+            return os.environ[name]
+
+        expanded[key] = _VARIABLE.sub(lookup, value)
+    return expanded
 
 
 def parse_command_line(text: str) -> tuple[dict[str, str], str, list[str]]:
@@ -137,8 +157,8 @@ async def _session(launch: ServerLaunch, errlog: Any, init_timeout: float, call_
     if launch.url:
         transport = streamable_http_client(launch.url)
     else:
-        params = StdioServerParameters(command=launch.command or "", args=list(launch.args), env=dict(launch.env) or None,
-                                       cwd=launch.cwd)
+        params = StdioServerParameters(command=launch.command or "", args=list(launch.args),
+                                       env=expand_environment(launch.env) or None, cwd=launch.cwd)
         transport = stdio_client(params, errlog=errlog)
     async with transport as (read, write):
         async with ClientSession(read, write, read_timeout_seconds=call_timeout, message_handler=garbage.handle) as session:
@@ -184,7 +204,7 @@ class McpConnection:
         said = f"; it said: {said}" if said else ""
         if isinstance(exc, TimeoutError):
             return McpFailure(ErrorReason.SERVER_UNAVAILABLE, f"{where} did not finish initialising within {init_timeout:g} s{said}")
-        if isinstance(exc, (FileNotFoundError, PermissionError)):
+        if isinstance(exc, (FileNotFoundError, PermissionError, ValueError)):
             return McpFailure(ErrorReason.SERVER_UNAVAILABLE, f"{where} cannot be started: {exc}")
         if isinstance(exc, KeyboardInterrupt):
             raise exc

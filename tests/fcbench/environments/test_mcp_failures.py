@@ -27,7 +27,7 @@ SERVER = textwrap.dedent('''
         print("fatal: cannot read settings.toml", file=sys.stderr, flush=True)
         sys.exit(3)
     TOOLS = [{"name": name, "description": name, "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}
-             for name in ("echo", "pid", "rpc_error", "garbage", "nap", "crash")]
+             for name in ("echo", "pid", "rpc_error", "garbage", "nap", "crash", "token")]
     def send(message):
         sys.stdout.write(json.dumps(message) + "\\n"); sys.stdout.flush()
     for line in sys.stdin:
@@ -54,14 +54,14 @@ SERVER = textwrap.dedent('''
                 print("segmentation fault in handler", file=sys.stderr, flush=True)
                 os._exit(1)
             else:
-                text = str(os.getpid()) if name == "pid" else arguments.get("text", "")
+                text = {"pid": str(os.getpid()), "token": os.environ.get("SERVICE_TOKEN", "")}.get(name, arguments.get("text", ""))
                 send({"jsonrpc": "2.0", "id": key, "result": {"content": [{"type": "text", "text": text}]}})
         else:
             send({"jsonrpc": "2.0", "id": key, "result": {}})
 ''')
 TOOLS = [Tool(name=name, parameters={"type": "object", "properties": {"text": {"type": "string"}}},
               meta={"mcp": {"server": "flaky", "tool": name}})
-         for name in ("echo", "pid", "rpc_error", "garbage", "nap", "crash")]
+         for name in ("echo", "pid", "rpc_error", "garbage", "nap", "crash", "token")]
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +72,8 @@ def server_script(tmp_path_factory) -> Path:
 
 
 def environment(script: Path, mode: str = "ok", tmp: Path | None = None, **settings) -> McpEnvironment:
-    server = McpServer("flaky", ServerLaunch("flaky", sys.executable, (str(script), mode)), stateful=False,
-                       init_timeout=settings.pop("init_timeout", 20.0))
+    launch = ServerLaunch("flaky", sys.executable, (str(script), mode), settings.pop("env", {}))
+    server = McpServer("flaky", launch, stateful=False, init_timeout=settings.pop("init_timeout", 20.0))
     return McpEnvironment(TOOLS, {"flaky": server}, workers=1, timeout=settings.pop("timeout", 20.0), log_dir=tmp)
 
 
@@ -134,6 +134,19 @@ def test_a_server_that_dies_mid_sample_is_a_reject_with_its_last_words(server_sc
         assert died.reason is ErrorReason.WORKER_DIED
         assert "closed the connection" in died.error and "segmentation fault in handler" in died.error
         assert pid(env) != first  # the next sample gets a new server
+
+
+def test_a_secret_reaches_the_server_from_the_environment_only(server_script, tmp_path, monkeypatch):
+    env = {"SERVICE_TOKEN": "${FCBENCH_TEST_SERVICE_TOKEN}"}  # as pipelines.yaml writes it
+    monkeypatch.delenv("FCBENCH_TEST_SERVICE_TOKEN", raising=False)
+    with environment(server_script, "ok", tmp_path, env=env) as env_without:
+        missing = env_without.call("token", {})
+    assert missing.reason is ErrorReason.SERVER_UNAVAILABLE
+    assert "FCBENCH_TEST_SERVICE_TOKEN" in missing.error and "is not set" in missing.error
+    monkeypatch.setenv("FCBENCH_TEST_SERVICE_TOKEN", "s3cr3t-value")
+    with environment(server_script, "ok", tmp_path, env=env) as env_with:
+        assert env_with.call("token", {}).response == "s3cr3t-value"
+    assert "s3cr3t-value" not in "".join(path.read_text() for path in tmp_path.glob("*.log"))
 
 
 def test_the_filter_rejects_only_the_samples_a_faulty_server_breaks(server_script, tmp_path):
