@@ -1,7 +1,8 @@
-"""How datasets/workspace/annotations/stage2_export.json was made: the stage1 drafts pushed to a real,
+"""How datasets/workspace/annotations/stage2_export.json.gz was made: the stage1 drafts pushed to a real,
 local Label Studio server (`stage2 push`), annotated through its API the way the labeling editor
 submits an annotation (the prediction's regions, edited, plus the verdict), then exported as a
-snapshot (what `stage2 pull` reads from the server). Nothing is written into the export by hand.
+snapshot (what `stage2 pull` reads from the server), gzip-compressed without a time stamp (every
+draft carries the 24 tool specs it was offered). Nothing is written into the export by hand.
 
 The decisions below are a senior annotator's, taken by reading each of the 60 drafts
 (datasets/workspace/build/drafts.jsonl after `build.py record stage1`). The guideline of this
@@ -14,13 +15,15 @@ no value crosses servers are rejected. The others are accepted, a few with the q
 
 from __future__ import annotations
 
+import gzip
+import json
 import sys
 import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-EXPORT = REPO / "datasets" / "workspace" / "annotations" / "stage2_export.json"
+EXPORT = REPO / "datasets" / "workspace" / "annotations" / "stage2_export.json.gz"
 
 SAME_SERVER = "No value passes from one server to another: the workspace benchmark keeps cross-server requests."
 # draft id -> (verdict, rewritten query or None, notes)
@@ -50,7 +53,6 @@ def main() -> None:
     from annotate.studio.server import StudioConfig, free_port, read_credentials, start, stop
     from annotate.tasks.single import choices_result, textarea_result
     from fcbench.config import load_pipelines
-    from fcbench.jsonl import write_json
 
     pipeline = load_pipelines(REPO / "pipelines.yaml").get_pipeline("workspace")
     config = StudioConfig(root=Path(tempfile.mkdtemp(prefix="workspace-studio-")), port=free_port())
@@ -76,7 +78,9 @@ def main() -> None:
             print(task.sample_id, verdict)
         snapshot = export_snapshot(connection, client, int(project.id))
         EXPORT.parent.mkdir(parents=True, exist_ok=True)
-        write_json(EXPORT, snapshot, indent=1)
+        text = json.dumps(snapshot, ensure_ascii=False, indent=1) + "\n"
+        with open(EXPORT, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as out:
+            out.write(text.encode("utf-8"))
         print(f"{len(snapshot)} tasks exported to {EXPORT}")
     finally:
         stop(config)
