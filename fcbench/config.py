@@ -49,14 +49,78 @@ class RayConfig(_Config):
     object_store_mb: int = Field(100, ge=75, le=1_000_000)  # local cluster only (Ray's minimum is 75 MB)
 
 
+class McpServerConfig(_Config):
+    """One MCP server of an `mcp` environment: a command started over stdio (one per worker), or
+    the URL of a streamable-HTTP server. In `command`, `args` and `env`, `{sandbox}` is the
+    worker's sandbox folder (fresh for every sample); commands run in the pipelines file's folder."""
+
+    command: str | None = None  # stdio: the program (a relative path with a '/' is taken from the pipelines file's folder)
+    args: list[str] = Field(default_factory=list)
+    # added to the minimal environment the SDK passes on; `${NAME}` is read from fcbench's own
+    # environment when the server starts (a token is written as `${GITHUB_TOKEN}`, never as itself)
+    env: dict[str, str] = Field(default_factory=dict)
+    url: str | None = None  # streamable HTTP: http://host:port/mcp (shared by every worker; its state cannot be reset)
+    # stateful: a call may change what later calls see (a memory graph, files): recordings are keyed
+    # by the sample's earlier calls to this server, and each sample gets a fresh sandbox.
+    # false: every answer depends on the call alone (the time server).
+    stateful: bool = True
+    # how a sample starts from a clean state: `files` (the sandbox folder is emptied and re-seeded;
+    # the server re-reads it), or `restart` (also restart the server: state it keeps in memory)
+    reset: Literal["files", "restart"] = "files"
+    # a result without structuredContent: `auto` parses its text as JSON when it is JSON, else keeps
+    # the text; `json` requires JSON (else unexpected_response); `python` reads a Python literal
+    # (sqlite's rows); `text` keeps the text
+    text_results: Literal["auto", "json", "python", "text"] = "auto"
+    # a regular expression: a text result that matches it is a tool error (servers that report
+    # errors with isError false, such as sqlite's "Error: ...")
+    error_text: str | None = None
+    init_timeout_s: float = Field(30.0, gt=0, le=3600)  # starting and `initialize` + `tools/list`
+
+    @model_validator(mode="after")
+    def _command_or_url(self) -> McpServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("an MCP server needs either `command` (stdio) or `url` (streamable HTTP)")
+        if self.error_text is not None:
+            try:
+                re.compile(self.error_text)
+            except re.error as exc:
+                raise ValueError(f"error_text is not a regular expression: {exc}") from None
+        return self
+
+
+class SandboxConfig(_Config):
+    """The per-sample state of an `mcp` environment: each worker has a folder (`{sandbox}`) that is
+    emptied and filled from `seed` before each sample's first live call, so samples never see each
+    other's writes and re-executing a sample gives the same answers."""
+
+    seed: str | None = None  # a folder copied into the sandbox (files, a memory.jsonl, ...)
+    # sandbox-relative folder -> the fixed path responses show instead of the real temporary one
+    # (and that arguments may use); so recordings do not carry temporary paths
+    aliases: dict[str, str] = Field(default_factory=lambda: {".": "/sandbox"})
+
+    @field_validator("aliases")
+    @classmethod
+    def _absolute_aliases(cls, aliases: dict[str, str]) -> dict[str, str]:
+        for folder, alias in aliases.items():
+            if not alias.startswith("/") or alias.rstrip("/") == "":
+                raise ValueError(f"alias of {folder!r} must be an absolute path other than '/', got {alias!r}")
+            if folder.startswith("/") or ".." in Path(folder).parts:
+                raise ValueError(f"{folder!r}: alias keys are folders inside the sandbox")
+        return aliases
+
+
 class EnvironmentConfig(_Config):
-    """Where tool calls are executed: Python implementations, recorded responses, or an HTTP API."""
+    """Where tool calls are executed: Python implementations, recorded responses, an HTTP API, or
+    MCP servers."""
 
     # simulated: no implementation; the pipeline's LLM answers each call from the tool's
     # description and output schema (CONFETTI's response simulator), every answer cached
-    kind: Literal["python", "recorded", "http", "simulated"]
+    kind: Literal["python", "recorded", "http", "simulated", "mcp"]
     module: str | None = None  # python: the file implementing the tools
-    responses: str | None = None  # recorded: the recorded-calls file; http: the store it records into / replays
+    # recorded: the recorded-calls file; http and mcp: the store it records into / replays
+    responses: str | None = None
+    servers: dict[str, McpServerConfig] | None = None  # mcp: the servers, by the name the catalog's tools give
+    sandbox: SandboxConfig | None = None  # mcp: the per-sample sandbox of stateful servers
     base_url: str | None = None  # http: the API the tools call (replaces each description's server URL)
     base_urls: dict[str, str] | None = None  # http: one server per description (file stem -> URL)
     auth_env: str | None = None  # http: the environment variable holding the API token (sent in a header)
@@ -68,7 +132,9 @@ class EnvironmentConfig(_Config):
     max_per_host: int = Field(8, ge=1, le=1024)  # http: requests in flight per host
     retries: int = Field(3, ge=0, le=100)  # http: retries on 429/5xx/transport errors (backoff, Retry-After)
     max_response_mb: float = Field(10.0, gt=0, le=10_000)  # http: a larger response is reported, not kept
-    record: bool = False  # http: call the server and record (what `--record` sets); default: replay offline
+    # http, mcp: call the server and record (what `--record` sets); default: replay offline (an mcp
+    # environment without `responses` always calls its servers)
+    record: bool = False
     timeout_s: float = Field(10.0, gt=0, le=3600)  # seconds per call
     memory_mb: int = Field(512, ge=16, le=1_048_576)  # MiB per worker
     # python: what tools may see and write beyond their sandbox (fcbench/environments/sandbox.py):
@@ -86,9 +152,12 @@ class EnvironmentConfig(_Config):
     def _kind_has_its_source(self) -> EnvironmentConfig:
         # http: calls are replayed from `responses` unless a run records (`--record`), so the store is
         # what it needs; the server comes from base_url(s) or the descriptions
-        needed = {"python": "module", "recorded": "responses", "http": "responses", "simulated": None}[self.kind]
-        if needed is not None and getattr(self, needed) is None:
+        needed = {"python": "module", "recorded": "responses", "http": "responses", "simulated": None,
+                  "mcp": "servers"}[self.kind]
+        if needed is not None and not getattr(self, needed):
             raise ValueError(f"environment kind {self.kind!r} needs {needed!r}")
+        if self.kind != "mcp" and (self.servers is not None or self.sandbox is not None):
+            raise ValueError(f"`servers` and `sandbox` are settings of environment kind 'mcp', not {self.kind!r}")
         if self.backend == "ray" and self.kind != "python":
             raise ValueError(f"backend 'ray' runs python tools; kind {self.kind!r} needs backend 'local'")
         return self
@@ -210,6 +279,9 @@ class ExportConfig(_Config):
     formats: list[str] = Field(default_factory=lambda: ["parquet"])
     task_categories: list[str] = Field(default_factory=lambda: ["text-generation"])  # dataset card metadata
     tags: list[str] = Field(default_factory=lambda: ["function-calling", "tool-use"])
+    # kind: conversation: at most this many response-quality rows per dialog act and split (label
+    # balance); off by default, as the published CONFETTI set, which keeps every agent turn
+    max_per_dialog_act: int | None = Field(None, ge=1, le=10_000_000)
 
     @field_validator("ratios")
     @classmethod
@@ -231,9 +303,25 @@ class ExportConfig(_Config):
         return self
 
 
-# The conversation complexities of CONFETTI (Alkhouli et al.): what makes a conversation hard.
+# The conversation types of CONFETTI (Alkhouli et al.; its README calls them complexities): what makes
+# a conversation hard. fcbench's snake_case names; fcbench.conversation.CONFETTI_TYPES maps them to the
+# README's UPPER_CASE names, and fcbench.checks.conversation_types holds each one's acceptance rule.
 COMPLEXITIES = ("follow_up", "goal_correction", "goal_switching", "ambiguous_goal", "implicit_goal",
-                "overfilled_parameters", "underfilled_parameters", "execution_exception")
+                "overfilled_parameters", "underfilled_parameters", "execution_exception", "goal_stacking",
+                "confirmation", "goal_not_supported", "failed_conversation", "no_target")
+Complexity = Literal["follow_up", "goal_correction", "goal_switching", "ambiguous_goal", "implicit_goal",
+                     "overfilled_parameters", "underfilled_parameters", "execution_exception", "goal_stacking",
+                     "confirmation", "goal_not_supported", "failed_conversation", "no_target"]
+
+
+class ScenarioReviewConfig(_Config):
+    """Scenarios reviewed in Label Studio before any conversation is drafted (`build-dataset
+    scenarios push|pull`): reviewers accept, edit or reject each sampled scenario, and stage1
+    drafts only the accepted and edited ones."""
+
+    enabled: bool = False
+    project_title: str | None = None  # default: "<pipeline> scenario review"
+    export_file: str | None = None  # a Label Studio export stage1 reads the review from (unattended builds)
 
 
 class ConversationConfig(_Config):
@@ -242,23 +330,34 @@ class ConversationConfig(_Config):
 
     scenarios: int = Field(20, ge=1, le=10_000_000)
     api_subset_sizes: list[int] = Field(default_factory=lambda: [3, 4])  # APIs offered per scenario
-    # target share of each required complexity over the scenarios (shares sum to 1; every
-    # scenario gets at least one complexity, counts follow the shares by largest remainder)
-    complexities: dict[str, float] = Field(default_factory=lambda: {"underfilled_parameters": 1.0})
+    # target share of each required conversation type over the scenarios (shares sum to 1; every
+    # scenario gets one type, counts follow the shares by largest remainder); a list of types
+    # means equal shares
+    complexities: dict[Complexity, float] = Field(default_factory=lambda: {"underfilled_parameters": 1.0})
     reference_time: str = "2025-06-01T09:00:00"  # the conversation's "now" (ISO 8601), stated in the scenario
     min_turns: int = Field(2, ge=1, le=100)  # user turns a conversation must have
     max_turns: int = Field(12, ge=2, le=200)  # turn cap: a simulator still talking after this is rejected (turn_cap)
     offline: bool = False  # True: template scenarios and the rule-based simulator, no LLM
     value_pools: str | None = None  # offline: the values users state (default: stages.stage3.value_pools)
+    review: ScenarioReviewConfig = Field(default_factory=ScenarioReviewConfig)
+
+    @field_validator("complexities", mode="before")
+    @classmethod
+    def _list_means_equal_shares(cls, value: Any) -> Any:
+        if not isinstance(value, list):
+            return value
+        if not value or not all(isinstance(name, str) for name in value):
+            raise ValueError("expected a list of conversation types (or a mapping of type to share)")
+        repeated = sorted({name for name in value if value.count(name) > 1})
+        if repeated:
+            raise ValueError(f"{repeated[0]!r} is listed twice")
+        return {name: 1 / len(value) for name in value}
 
     @field_validator("complexities")
     @classmethod
-    def _known_complexities(cls, shares: dict[str, float]) -> dict[str, float]:
-        unknown = sorted(set(shares) - set(COMPLEXITIES))
-        if unknown:
-            raise ValueError(f"unknown complexity {unknown[0]!r}, known: {', '.join(COMPLEXITIES)}")
+    def _shares(cls, shares: dict[str, float]) -> dict[str, float]:
         if not shares or any(not 0 < share <= 1 for share in shares.values()):
-            raise ValueError("expected at least one complexity, each with a share in (0, 1]")
+            raise ValueError("expected at least one conversation type, each with a share in (0, 1]")
         if not math.isclose(sum(shares.values()), 1.0, abs_tol=1e-9):
             raise ValueError(f"complexity shares must sum to 1, got {sum(shares.values()):g}")
         return shares
@@ -333,6 +432,9 @@ class PipelineConfig(_Config):
             self.conversation = ConversationConfig()
         if self.kind == "single" and self.conversation is not None:
             raise ValueError("`conversation:` settings need `kind: conversation`")
+        if self.kind == "single" and self.stages.export.max_per_dialog_act is not None:
+            raise ValueError("stages.export.max_per_dialog_act caps the response-quality set of `kind: conversation` "
+                             "pipelines; a single-query pipeline has no dialog acts")
         if self.environment is not None and self.environment.kind == "simulated" and self.llm is None:
             raise ValueError("environment kind 'simulated' answers calls with the LLM: add an `llm:` block")
         return self
@@ -455,6 +557,10 @@ def _child(node: yaml.Node, part: str | int) -> tuple[yaml.Node | None, yaml.Nod
                 return key_node, value_node
     elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
         return None, node.value[part]
+    elif isinstance(node, yaml.SequenceNode):  # a list read as a mapping (conversation types): the item itself
+        for item in node.value:
+            if isinstance(item, yaml.ScalarNode) and item.value == str(part):
+                return None, item
     return None, None
 
 
@@ -504,6 +610,12 @@ def _message(error: dict[str, Any]) -> str:
         return "pipeline names are lowercase letters, digits, '-' and '_'"
     if kind == "too_short":
         return f"expected at least {error['ctx']['min_length']} entry"
+    if kind == "literal_error" and "[key]" in error["loc"] and "complexities" in error["loc"]:
+        import difflib
+
+        close = difflib.get_close_matches(str(error["input"]), COMPLEXITIES, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return f"unknown conversation type {error['input']!r}{hint}; known: {', '.join(COMPLEXITIES)}"
     if kind == "literal_error":
         return f"expected one of {error['ctx']['expected']}, got {error['input']!r}"
     message = str(error["msg"])

@@ -104,7 +104,8 @@ def validate(
     epilog=(
         "Examples:\n\n"
         "  build-dataset stats datasets/travel/build/validated.jsonl\n\n"
-        "  build-dataset stats ../shared/external/callnavi/Questions/bank.json --from callnavi --tools ../shared/external/callnavi/APISchema/bank.json --json"
+        "  build-dataset stats ../shared/external/callnavi/Questions/bank.json --from callnavi --tools ../shared/external/callnavi/APISchema/bank.json --json\n\n"
+        "  build-dataset stats ../shared/external/confetti/possible_answer_BFCL_v2_dialogacts.json --from confetti"
     )
 )
 @user_errors
@@ -122,17 +123,55 @@ def stats(
     offline), the longest argument value, the share of samples whose arguments need values found
     in responses, constraints per query; a context-length histogram; difficulty splits (derived
     from the gold path, and as published); nesting-depth and dependency-count distributions.
+    Conversations (a `kind: conversation` build) and dialog-act rows (a response-quality set,
+    CONFETTI's files) add CONFETTI's own figures: conversation types with CONFETTI's names and
+    counts, dialog acts, and calls per calling turn in its bins 1 / 2 / 3 / 4+.
     Items the reader rejects are counted with their reasons."""
     from fcbench.formats import FormatOptions, read_samples
+    from fcbench.stats.confetti import confetti_statistics
     from fcbench.stats.tables import compute_stats
 
-    result = compute_stats(read_samples(file, from_format, FormatOptions(answers=answers, tools=tools)))
+    options = FormatOptions(answers=answers, tools=tools)
+    result = compute_stats(read_samples(file, from_format, options))
+    confetti = confetti_statistics(read_samples(file, from_format, options))  # a second pass: only what it counts is held
     if as_json:
-        print_json({"file": str(file), "format": from_format, **result.as_dict()})
+        print_json({"file": str(file), "format": from_format, **result.as_dict(),
+                    **({"confetti": confetti} if confetti is not None else {})})
     else:
         _print_stats_tables(file, result)
+        if confetti is not None:
+            _print_confetti_tables(confetti)
     exit_if_nothing_kept(result.samples + result.rejected, result.samples, "item", "was rejected",
                          result.reject_reasons)
+
+
+def _print_confetti_tables(confetti: dict[str, Any]) -> None:
+    console.print(f"CONFETTI: {confetti['conversations']} conversations, {confetti['agent_turns']} agent turns, "
+                  f"{confetti['calls']} calls", highlight=False, soft_wrap=True)
+    if "types" in confetti:
+        types = Table(title="conversation types (CONFETTI README: COMPLEXITY | # DIALOGS)")
+        for column in ("type", "CONFETTI name", "dialogs", "CONFETTI # dialogs"):
+            types.add_column(column, justify="left" if "name" in column or column == "type" else "right")
+        for row in confetti["types"]:
+            published = row["confetti_dialogs"]
+            types.add_row(row["type"], row["confetti_name"], str(row["dialogs"]), "" if published is None else str(published))
+        console.print(types)
+    acts = Table(title="dialog acts (agent turns carrying each)")
+    acts.add_column("dialog act")
+    acts.add_column("turns", justify="right")
+    for act, count in confetti["dialog_acts"].items():
+        acts.add_row(act, str(count))
+    console.print(acts)
+    console.print(_chain_table(confetti["chain_lengths"]))
+
+
+def _chain_table(chains: dict[str, int]) -> Table:
+    table = Table(title="calls per calling agent turn (CONFETTI's chain lengths)")
+    table.add_column("calls")
+    table.add_column("turns", justify="right")
+    for name, count in chains.items():
+        table.add_row(name, str(count))
+    return table
 
 
 def _print_stats_tables(file: Path, result: Any) -> None:
@@ -320,11 +359,16 @@ def _stages_table(name: str, pipeline: Any) -> Table:
     declared = set(pipeline.declared_stages())
     if pipeline.kind == "conversation":  # its own stages (fcbench.pipeline.run.CONVERSATION_STAGES): no stage3
         chat = pipeline.conversation
-        shares = ", ".join(f"{key} {value:g}" for key, value in chat.complexities.items())
+        values = set(chat.complexities.values())
+        shares = (f"{', '.join(chat.complexities)} (equal shares)" if len(values) == 1 and len(chat.complexities) > 1
+                  else ", ".join(f"{key} {value:g}" for key, value in chat.complexities.items()))
+        review = "; scenarios reviewed before drafting" if chat.review.enabled else ""
         settings["stage1"] = (f"conversations: {'offline (rule-based)' if chat.offline else 'llm user and agent'}, "
                               f"{chat.scenarios} scenarios, APIs {chat.api_subset_sizes}, complexities {shares}, "
-                              f"{chat.min_turns}-{chat.max_turns} user turns")
-        settings["export"] += " (function_calling and response_quality sets, by conversation)"
+                              f"{chat.min_turns}-{chat.max_turns} user turns{review}")
+        settings["export"] += " (function_calling and response_quality sets, by conversation"
+        cap = stages.export.max_per_dialog_act
+        settings["export"] += f"; at most {cap} rows per dialog act and split)" if cap else "; no dialog-act cap)"
         del settings["stage3"]
         declared.add("stage1")
     table = Table(title=f"{name}: stages")
@@ -337,35 +381,61 @@ def _stages_table(name: str, pipeline: Any) -> Table:
 
 # ------------------------------------------------------------------------------------------------ new
 @command("new", epilog="Example:  build-dataset new my-api --openapi ../shared/external/amadeus/HotelList_v1_swagger_specification.json "
-             "--base-url http://127.0.0.1:4010 --auth-env MY_API_TOKEN\n\n"
-             "(then, with the server up and MY_API_TOKEN set: build-dataset stage1 my-api --record)")
+                       "--base-url http://127.0.0.1:4010 --auth-env MY_API_TOKEN\n\n"
+                       "(then, with the server up and MY_API_TOKEN set: build-dataset stage1 my-api --record)\n\n"
+                       "Example:  build-dataset new my-clock --mcp \".mcp/venv/bin/mcp-server-time --local-timezone UTC\"\n\n"
+                       "(an MCP server over stdio, installed by bash fcbench/environments/install_mcp_servers.sh; "
+                       "then: build-dataset stage1 my-clock --record)")
 @user_errors
 def new_command(
     name: str = typer.Argument(..., help="The new pipeline's name (also its folder datasets/NAME)."),
-    openapi: list[Path] = typer.Option(..., "--openapi", help="An OpenAPI description (Swagger 2.0, OpenAPI 3.0/3.1; "
-                                       "JSON or YAML) or a folder of them; repeatable."),
+    openapi: Optional[list[Path]] = typer.Option(None, "--openapi", help="An OpenAPI description (Swagger 2.0, OpenAPI "
+                                                 "3.0/3.1; JSON or YAML) or a folder of them; repeatable."),
+    mcp: Optional[list[str]] = typer.Option(None, "--mcp", help="An MCP server over stdio: its command line, quoted "
+                                            "(\"[NAME:] [VAR=value ...] COMMAND ARGS...\"; {sandbox} stands for the "
+                                            "per-sample sandbox folder); repeatable."),
+    mcp_url: Optional[list[str]] = typer.Option(None, "--mcp-url", help="An MCP server over streamable HTTP: its URL "
+                                                "(\"[NAME:] http://host:port/mcp\"); repeatable."),
+    sandbox_seed: Optional[Path] = typer.Option(None, "--sandbox-seed", help="A folder copied into each sample's fresh "
+                                                "sandbox ({sandbox}): the files a filesystem server starts from (--mcp)."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="The server to call, replacing the descriptions' "
-                                           "server URLs."),
+                                           "server URLs (--openapi)."),
     auth_env: Optional[str] = typer.Option(None, "--auth-env", help="NAME of the environment variable holding the API "
-                                           "token (sent as 'Authorization: Bearer …'; never written anywhere)."),
+                                           "token (sent as 'Authorization: Bearer …'; never written anywhere; --openapi)."),
     file: PipelinesFileOption = PIPELINES_FILE,
     force: bool = typer.Option(False, "--force", help="Write over an existing datasets/NAME folder."),
     as_json: JsonOption = False,
 ) -> None:
-    """Scaffold a benchmark over your own API from its OpenAPI description.
+    """Scaffold a benchmark over your own API (its OpenAPI description) or your MCP servers.
 
-    Writes datasets/NAME/ beside the pipelines file (tools.json: one tool per operation;
-    value_pools.json: slots seeded from enums and examples; import_report.json: import notes and
-    lint-tools findings) and appends a pipeline with an `http` environment to the pipelines file
-    (its comments and order kept). Record responses with `--record` on stage1/filter/run; without
-    it calls are replayed offline from datasets/NAME/recorded.json."""
-    from fcbench.pipeline.scaffold import scaffold_dataset
+    Writes datasets/NAME/ beside the pipelines file (tools.json: one tool per operation or MCP
+    tool; value_pools.json: slots seeded from enums and examples; import_report.json: import notes,
+    what could not be imported and why, and lint-tools findings) and appends a pipeline to the
+    pipelines file (its comments and order kept): an `http` environment for --openapi, an `mcp`
+    environment for --mcp/--mcp-url (each server is started once to list its tools). Record
+    responses with `--record` on stage1/filter/run; without it calls are replayed offline from
+    datasets/NAME/recorded.json."""
+    if bool(openapi) == bool(mcp or mcp_url):
+        raise UserError("give either --openapi (your API's description) or --mcp/--mcp-url (MCP servers)")
+    if sandbox_seed is not None and not (mcp or mcp_url):
+        raise UserError("--sandbox-seed goes with --mcp: it seeds the MCP servers' per-sample sandbox")
+    if mcp or mcp_url:
+        from fcbench.pipeline.scaffold_mcp import McpSource, scaffold_mcp_dataset
 
-    result = scaffold_dataset(name, list(openapi), file, base_url=base_url, auth_env=auth_env, force=force)
+        if base_url or auth_env:
+            raise UserError("--base-url and --auth-env go with --openapi; an MCP server is named by --mcp or --mcp-url")
+        sources = [McpSource(text) for text in mcp or []] + [McpSource(text, is_url=True) for text in mcp_url or []]
+        result = scaffold_mcp_dataset(name, sources, file, force=force, sandbox_seed=sandbox_seed)
+        what = f"{result.files} MCP server(s)"
+    else:
+        from fcbench.pipeline.scaffold import scaffold_dataset
+
+        result = scaffold_dataset(name, list(openapi or []), file, base_url=base_url, auth_env=auth_env, force=force)
+        what = f"{result.files} description(s)"
     if as_json:
         print_json(result.as_dict())
         return
-    console.print(f"new {name}: {result.tools} tools from {result.files} description(s), {result.slots} value slots "
+    console.print(f"new {name}: {result.tools} tools from {what}, {result.slots} value slots "
                   f"in {result.dataset_dir}; pipeline added to {result.pipelines_file}", highlight=False, soft_wrap=True)
     errors = [note for note in result.notes if note["severity"] == "error"]
     for note in errors:

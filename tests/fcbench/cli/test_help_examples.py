@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -34,6 +35,10 @@ NOT_RUN = {
     "build-dataset stage2 push travel": "needs a running Label Studio (tests/annotate/studio/test_ls_server.py)",
     "build-dataset stage2 push travel --annotators 5 --overlap 2": "needs a running Label Studio (test_ls_team.py)",
     "build-dataset stage2 pull travel --send-back": "needs a running Label Studio (tests/annotate/studio/test_ls_server.py)",
+    "build-dataset scenarios push travel-chat-all": "needs a running Label Studio "
+    "(tests/annotate/stage1/test_ls_scenario_review.py)",
+    "build-dataset scenarios pull travel-chat-all --send-back": "needs a running Label Studio "
+    "(tests/annotate/stage1/test_ls_scenario_review.py)",
     "build-dataset stage3 push travel --annotators": "needs a running Label Studio (tests/annotate/studio/test_ls_server.py)",
     "build-dataset stage3 pull travel --annotators --send-back": "needs a running Label Studio (test_ls_server.py)",
     "build-dataset mock-llm --port 8765 --latency-ms 200": "serves until stopped (tests/fcbench/llm/test_mock_server.py)",
@@ -69,10 +74,12 @@ def help_examples() -> list[str]:
 
 def _copy_repository(tmp_path: Path) -> Path:
     copy = tmp_path / "repo"
-    ignored = shutil.ignore_patterns(".git", ".venv", ".venv-studio", ".prism", "build", "__pycache__", "*.egg-info",
+    ignored = shutil.ignore_patterns(".git", ".venv", ".venv-studio", ".prism", ".mcp", "build", "__pycache__", "*.egg-info",
                                      ".hypothesis", ".ruff_cache", ".pytest_cache", "node_modules")
     shutil.copytree(REPO, copy, ignore=ignored)
     (tmp_path / "shared").symlink_to(REPO.parent / "shared")
+    # the MCP servers installed by fcbench/environments/install_mcp_servers.sh (.ci/run runs it)
+    (copy / ".mcp").symlink_to(REPO / ".mcp")
     return copy
 
 
@@ -93,7 +100,7 @@ def test_every_help_example_runs_as_printed(tmp_path):
         for example in help_examples():
             if example in NOT_RUN:
                 continue
-            arguments = example.split()[1:]  # no example quotes an argument with spaces
+            arguments = shlex.split(example)[1:]  # as a shell splits it: `--mcp "COMMAND ARGS"` is one argument
             done = subprocess.run([str(BUILD_DATASET), *arguments], cwd=copy, env=environ, capture_output=True,
                                   text=True, timeout=600)
             ran += 1
