@@ -55,7 +55,7 @@ def test_formats_environments_and_metrics_are_registries_of_this_class():
     assert adapter("nestful").__name__ == "fcbench.formats.nestful"
     with pytest.raises(FormatError, match="unknown format 'csv', available: fcbench, complexfuncbench, nestful"):
         adapter("csv")
-    assert ENVIRONMENTS.names() == ["python", "recorded", "http", "simulated"]
+    assert ENVIRONMENTS.names() == ["python", "recorded", "http", "mcp", "simulated"]
 
 
 def test_an_unknown_environment_kind_names_the_pipeline(tmp_path):
