@@ -62,9 +62,9 @@ DECISIONS: dict[str, tuple[str, list[tuple[str, str]], str]] = {
         ("Of course. What exactly would you like me to look up?",
          "It sounds like a rental car would suit you. Shall I look for one picked up in Fitzroy on September 5, 2025 "
          "at 17:45 and returned at the Royal Botanic Gardens Victoria on September 8, 2025 at 17:45?"),
-        ("Rent a car at Fitzroy on September 5, 2025 at 17:45 and return it at Royal Botanic Gardens Victoria on "
-         "September 8, 2025 at 17:45.", "Yes, that is exactly what I need."),
-        ("I found 5 options; the first has name Volkswagen Golf or similar, group Medium, seats 5, doors 5.",
+        ("Could you find a rental car to pick up at Fitzroy on September 5, 2025 at 17:45 and drop off at Royal Botanic "
+         "Gardens Victoria on September 8, 2025 at 17:45?", "Yes, that is exactly what I need."),
+        ("I found 5 options; the first is Volkswagen Golf or similar (group: Medium, seats: 5, doors: 5).",
          "There are 5 cars for those days; the first is a Volkswagen Golf or similar (medium, 5 seats).")],
         "Opening rewritten: the user describes the situation, the agent infers the rental."),
     "travel-chat-all-conv-0030": ("fix", [
@@ -76,12 +76,8 @@ DECISIONS: dict[str, tuple[str, list[tuple[str, str]], str]] = {
          "Barceloneta on December 1, 2025 at 06:30?"),
         ("Book a taxi from Barcelona El Prat to Barceloneta on December 1, 2025 at 06:30 with prices in JPY.",
          "Yes please, and show me the prices in JPY."),
-        ("I found 4 options; the first has vehicletype Standard, description Toyota Camry or similar, "
-         "passengercapacity 3, bags 2.\", \"acts\": [\"agent_function_calling\", \"agent_inform_user\"], \"calls\": "
-         "[[{\"name\": \"Taxi_Search_Location\", \"arguments\": {\"query\": \"Barcelona El Prat\"}}",
-         "There are 4 taxi offers; the first is a standard car (a Toyota Camry or similar) for 3 passengers and 2 bags.\", "
-         "\"acts\": [\"agent_function_calling\", \"agent_inform_user\"], \"calls\": [[{\"name\": \"Taxi_Search_Location\", "
-         "\"arguments\": {\"query\": \"Barcelona El Prat\"}}")],
+        ("I found 4 options; the first is Toyota Camry or similar (vehicle type: Standard, passenger capacity: 3, bags: 2).",
+         "There are 4 taxi offers; the first is a standard car (a Toyota Camry or similar) for 3 passengers and 2 bags.")],
         "Opening rewritten: the user describes the situation, the agent infers the taxi."),
     "travel-chat-all-conv-0036": ("fix", [
         ("My plans for next month are a bit of a mess, nothing is sorted yet.",
@@ -90,41 +86,35 @@ DECISIONS: dict[str, tuple[str, list[tuple[str, str]], str]] = {
         ("Of course. What exactly would you like me to look up?",
          "You need a hotel, then. Shall I look for hotels within 5 km of the Queen Victoria Market from April 3, 2026 "
          "to April 10, 2026?"),
-        ("Find hotels near Queen Victoria Market from April 3, 2026 to April 10, 2026 for 3 adults within 5 km.",
-         "Yes please, for 3 adults."),
-        ("I found 5 options; the first has name Melbourne CBD Suites, district Melbourne CBD, city name Melbourne, "
-         "latitude -37.812521.", "I found 5 hotels; the first is Melbourne CBD Suites, in the Melbourne CBD.")],
+        ("I'd like you to look for hotels near Queen Victoria Market from April 3, 2026 to April 10, 2026 for 3 adults "
+         "within 5 km.", "Yes please, for 3 adults."),
+        ("I found 5 options; the first is Melbourne CBD Suites (district: Melbourne CBD, city name: Melbourne, "
+         "latitude: -37.812521).", "I found 5 hotels; the first is Melbourne CBD Suites, in the Melbourne CBD.")],
         "Opening rewritten: the user describes the situation, the agent infers the hotel search."),
     # follow-ups asked the way people ask
     "travel-chat-all-conv-0023": ("fix", [
-        ("What is the rental days of the first one?", "How many days is that rental?"),
-        ("The rental days of the first one is 7.", "It is a 7-day rental.")], "Follow-up made natural."),
+        ("What is the transmission of the first one?", "Is that one a manual or an automatic?"),
+        ("The transmission of the first one is Manual.", "It is a manual.")], "Follow-up made natural."),
     "travel-chat-all-conv-0034": ("fix", [
-        ("What is the triptype of the first one?", "Is that a return ticket?"),
-        ("The triptype of the first one is ROUNDTRIP.", "Yes, it is a round trip."),
-        ("I found 2 options; the first has departuretime 2026-02-14T16:35:00, arrivaltime 2026-02-14T18:40:00, "
-         "totaltime 7500, flightnumber AZ 670.",
-         "The first flight is AZ 670, leaving on February 14, 2026 at 16:35 and landing at 18:40.")],
-        "Follow-up and reply made natural."),
+        ("What is the flight number of the first one?", "What is its flight number?"),
+        ("The flight number of the first one is AZ 670.", "It is flight AZ 670."),
+        ("I found 2 options; the first is Berlin Brandenburg Airport (departure time: February 14, 2026 at 16:35, "
+         "arrival time: February 14, 2026 at 18:40, total time: 7500).",
+         "The first flight leaves Berlin Brandenburg Airport on February 14, 2026 at 16:35 and lands in Rome at 18:40.")],
+        "Follow-up and reply made natural: the answer is about the flight, not a list of options."),
     "travel-chat-all-conv-0039": ("fix", [
-        ("What is the triptype of the first one?", "Does that include the flight back?"),
-        ("The triptype of the first one is ROUNDTRIP.", "Yes, it is a round trip.")], "Follow-up made natural."),
+        ("What is the flight number of the first one?", "Which flight number is that?"),
+        ("The flight number of the first one is EW 378.", "It is flight EW 378.")], "Follow-up made natural."),
     # replies and questions the rule-based agent wrote stiffly
     "travel-chat-all-conv-0027": ("fix", [
-        ("Which departdate should I use?", "Which day do you want to fly out?"),
-        ("I found 2 options; the first has departuretime 2026-10-22T20:35:00, arrivaltime 2026-10-22T23:35:00, "
-         "totaltime 7200, flightnumber BA 215.",
-         "The second flight is BA 215: it leaves on October 22, 2026 at 20:35 and lands at 23:35.")],
-        "Question and reply rewritten."),
-    "travel-chat-all-conv-0026": ("fix", [
-        ("I found radius km 5.0, total count 0, nights 2, currency USD, latitude 41.2974.",
-         "I am sorry, there is no hotel under 250 USD a night within 5 km of Barcelona El Prat for those two nights.")],
-        "Reply rewritten: the search found nothing, and says so."),
-    "travel-chat-all-conv-0033": ("fix", [("Find hotels in British Museum", "Find hotels near British Museum")],
-                                  "A hotel is near a museum, not in it."),
+        ("Which depart date should I use?", "Which day do you want to fly out?"),
+        ("I found 2 options; the first is London Heathrow Airport (departure time: October 22, 2026 at 20:35, "
+         "arrival time: October 22, 2026 at 23:35, total time: 7200).",
+         "The second flight leaves London Heathrow Airport on October 22, 2026 at 20:35 and lands at 23:35.")],
+        "Question and reply rewritten: the reply is about the second flight the user asked for."),
     "travel-chat-all-conv-0020": ("fix", [
-        ("The service refused that request (Search_Car_Rentals: ValueError: drop_off_date is not a calendar date: "
-         "'2025-02-30'). 2025-02-30 is not a valid date: which date did you mean?",
+        ("The service refused that request: drop off date is not a calendar date: '2025-02-30'. Which date did you mean "
+         "instead of 2025-02-30?",
          "The rental search refused the drop-off date: 2025-02-30 is not a day of the calendar. Which day did you mean?")],
         "Error reply rewritten for a traveller."),
     "travel-chat-all-conv-0008": ("fix", [
@@ -136,19 +126,17 @@ DECISIONS: dict[str, tuple[str, list[tuple[str, str]], str]] = {
          "I am sorry, I cannot check visa rules: I can only search taxis and their pick-up and drop-off places.")],
         "Refusal rewritten."),
     "travel-chat-all-conv-0013": ("fix", [
-        ("No problem. I found name Rome highlights small-group day tour, shortdescription The city's must-see sights in "
-         "one day., cityname Rome, duration minutes 420, description Rome highlights small-group day tour in Rome. The "
-         "city's must-see sights in one day..",
-         "No problem. In Rome there is the highlights small-group day tour: the city's must-see sights in one day "
-         "(7 hours).")], "Reply rewritten."),
+        ("No problem. I found Tokyo Tower observation deck ticket: short description: Panoramic views over the whole "
+         "city, city name: Tokyo, duration: 60 minutes, address: Tokyo Tower, Tokyo, Japan.",
+         "No problem. At Tokyo Tower there is the observation deck ticket: panoramic views over the whole city "
+         "(about an hour).")], "Reply rewritten."),
     "travel-chat-all-conv-0010": ("fix", [
-        ("For your first request, I found 3 options; the first has name Darling Harbour Grand Hotel, district Darling "
-         "Harbour, city name Sydney, latitude -33.878187. For your second request, I found name Sydney highlights "
-         "small-group day tour, shortdescription The city's must-see sights in one day., cityname Sydney, duration "
-         "minutes 420, description Sydney highlights small-group day tour in Sydney. The city's must-see sights in one "
-         "day..",
-         "I found 3 hotels near Darling Harbour under 250 USD a night; the first is the Darling Harbour Grand Hotel. "
-         "In Sydney, there is the highlights small-group day tour: the city's must-see sights in one day.")],
+        ("For your first request, I found 5 options; the first is Kreuzberg Lodge (district: Kreuzberg, city name: "
+         "Berlin, latitude: 52.492651). For your second request, I found Taronga Zoo day pass: short description: A "
+         "full day among animals from around the world, city name: Sydney, duration: 360 minutes, address: Taronga "
+         "Zoo, Sydney, New South Wales, Australia.",
+         "I found 5 hotels in central Berlin; by review score the first is Kreuzberg Lodge, in Kreuzberg. In Sydney, "
+         "the third attraction is the Taronga Zoo day pass: a full day among animals from around the world (6 hours).")],
         "Reply rewritten."),
     # one conversation is not worth keeping
     "travel-chat-all-conv-0035": ("reject", [],

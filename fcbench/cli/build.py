@@ -185,10 +185,10 @@ app.add_typer(rich_help_panel=PANEL, typer_instance=scenarios_app, name="scenari
 @scenarios_app.command("push", epilog="Example:  build-dataset scenarios push travel-chat-all\n\n" + CONNECTION_HELP)
 @user_errors
 def scenarios_push(
-    pipeline: str = typer.Argument(..., help="A `kind: conversation` pipeline declared in pipelines.yaml."),
-    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
+    pipeline: PipelineArgument,
+    file: PipelinesFileOption = PIPELINES_FILE,
     count: Optional[int] = typer.Option(None, "--count", min=1, help="Scenarios to send [default: all]."),
-    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    as_json: JsonOption = False,
 ) -> None:
     """Send the scenarios stage1 sampled (build/scenarios.jsonl) to reviewers.
 
@@ -197,7 +197,8 @@ def scenarios_push(
     the reference time and minimum turns; the reviewer accepts, edits (description, types, APIs,
     time, turns) or rejects it. With `conversation.review.enabled: true` stage1 writes the
     scenarios and waits for their review before drafting. Pushing again adds no duplicate."""
-    from fcbench.pipeline.run import PushSettings, run_stage
+    from fcbench.pipeline.run import run_stage
+    from fcbench.stage import PushSettings
 
     summary = run_stage("scenarios push", _load_conversation_pipeline(pipeline, file), PushSettings(count)).report
     _print_push(f"scenarios push {pipeline}", summary, as_json)
@@ -208,12 +209,11 @@ def scenarios_push(
                        "datasets/travel-chat-all/annotations/scenario_review_export.json\n\n" + CONNECTION_HELP)
 @user_errors
 def scenarios_pull(
-    pipeline: str = typer.Argument(..., help="A `kind: conversation` pipeline declared in pipelines.yaml."),
-    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
-    from_export: Optional[Path] = typer.Option(None, "--from-export", help="Read a Label Studio JSON export file "
-                                               "instead of the server."),
-    send_back: bool = typer.Option(False, "--send-back", help="Show each failing review's problems on its page."),
-    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    pipeline: PipelineArgument,
+    file: PipelinesFileOption = PIPELINES_FILE,
+    from_export: FromExportOption = None,
+    send_back: SendBackOption = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Turn the reviewers' decisions into build/scenarios.reviewed.jsonl, each checked.
 
@@ -222,7 +222,8 @@ def scenarios_pull(
     time, a minimum of turns within conversation.max_turns, a description. Failures go to
     build/scenarios.review.rejects.jsonl with the exact problem. stage1 then drafts only the
     scenarios accepted or edited (a rejected one is its `rejected_in_review` reject)."""
-    from fcbench.pipeline.run import PullSettings, run_stage
+    from fcbench.pipeline.run import run_stage
+    from fcbench.stage import PullSettings
 
     report = run_stage("scenarios pull", _load_conversation_pipeline(pipeline, file), PullSettings(from_export, send_back)).report
     _print_pull(f"scenarios pull {pipeline}", report, as_json)

@@ -34,7 +34,7 @@ from typing import Any, Iterable
 from fcbench.answers import answers_match
 from fcbench.checks.call_format import check_call_format
 from fcbench.config import FilterConfig, PipelineConfig
-from fcbench.stage import TEMPLATES, VALIDATED
+from fcbench.stage import VALIDATED
 from fcbench.checks.conversation_types import missing_types, type_reason
 from fcbench.conversation import (DIALOG_ACTS, META, ConversationError, agent_turns, calls_from_messages, chosen_errors_of,
                                   conversation_environment, error_response, is_conversation)

@@ -93,7 +93,7 @@ def test_switching_stacking_confirmation_and_rejection_have_their_shape(drafted)
         names = [call.name for call in _calls(draft)]
         assert dropped not in names and new in names  # the first goal is never served
         users = [m["content"] for m in draft.messages if m["role"] == "user"]
-        assert "a date I will give you" in users[0] and users[1].startswith("Actually, never mind that.")
+        assert "I am not sure about the" in users[0] and users[1].startswith("Actually, never mind that.")
     for draft in _of(drafts, "goal_stacking"):
         goals = scenario_of(draft).required_apis
         assert len(goals) == 2 and set(goals) <= {call.name for call in _calls(draft)}
