@@ -185,9 +185,13 @@ def test_readme_is_short_and_keeps_the_two_setup_commands():
 def _config_keys(model: type[BaseModel], prefix: str = "") -> set[str]:
     keys = set()
     for name, field in model.model_fields.items():
-        nested = [kind for kind in (field.annotation, *typing.get_args(field.annotation))
-                  if isinstance(kind, type) and issubclass(kind, BaseModel)]
-        if nested and name != "judge":  # judge: the llm block again
+        kinds = (field.annotation, *typing.get_args(field.annotation))
+        nested = [kind for kind in kinds if isinstance(kind, type) and issubclass(kind, BaseModel)]
+        by_name = [value for kind in kinds if typing.get_origin(kind) is dict
+                   for value in typing.get_args(kind)[1:] if isinstance(value, type) and issubclass(value, BaseModel)]
+        if by_name:  # a mapping of names to blocks (environment.servers): NAME stands for any name
+            keys |= _config_keys(by_name[0], f"{prefix}{name}.NAME.")
+        elif nested and name != "judge":  # judge: the llm block again
             keys |= _config_keys(nested[0], f"{prefix}{name}.")
         else:
             keys.add(prefix + name)
