@@ -7,7 +7,7 @@ tick in stage2 (`complexity_missing`). A type asked for whose rule fails is a re
 `type_missing.<type>` in stage1 (the draft), in stage2 pull (sent back) and in the filter (gold).
 Types may co-occur: a rule says whether its type occurs, never that another does not.
 
-The rules, as `RULES` states them (README repeats them):
+The rules, as `RULES` states them (docs/researcher.md repeats them):
 - follow_up: after an agent turn that answers with a call's result (its last call succeeded, it
   informs), a later user turn gets an answer that informs or makes a new successful call.
 - goal_correction: the user replaces a value they stated: (a) a tool is called again after a user

@@ -1,4 +1,4 @@
-"""README's "Bring your own MCP server" commands run as written, in order, from a fresh clone (the
+"""docs/researcher.md's "Bring your own MCP server" commands run as written, in order, from a fresh clone (the
 tracked files, the installed servers beside them), and end with a filter that replays everything
 from the store the earlier commands recorded."""
 
@@ -18,7 +18,7 @@ BIN = Path(sys.executable).parent
 
 
 def readme_commands(section: str) -> list[str]:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+    text = (REPO / "docs" / "researcher.md").read_text(encoding="utf-8")
     body = text.split(f"## {section}\n", 1)[1]
     block = re.search(r"```\n(.*?)```", body, re.S).group(1)
     joined = re.sub(r"\\\n\s*", " ", block)  # continuation lines
