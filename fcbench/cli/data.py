@@ -338,7 +338,8 @@ def new_command(
     base_url: Optional[str] = typer.Option(None, "--base-url", help="The server to call, replacing the descriptions' "
                                            "server URLs."),
     auth_env: Optional[str] = typer.Option(None, "--auth-env", help="NAME of the environment variable holding the API "
-                                           "token (sent as 'Authorization: Bearer …'; never written anywhere)."),
+                                           "token (sent in the header of the description's security scheme, "
+                                           "'Authorization: Bearer …' by default; never written anywhere)."),
     file: PipelinesFileOption = PIPELINES_FILE,
     force: bool = typer.Option(False, "--force", help="Write over an existing datasets/NAME folder."),
     as_json: JsonOption = False,
@@ -350,6 +351,7 @@ def new_command(
     lint-tools findings) and appends a pipeline with an `http` environment to the pipelines file
     (its comments and order kept). Record responses with `--record` on stage1/filter/run; without
     it calls are replayed offline from datasets/NAME/recorded.json."""
+    from fcbench.catalog.trim import MAX_CATALOG_MB
     from fcbench.pipeline.scaffold import scaffold_dataset
 
     result = scaffold_dataset(name, list(openapi), file, base_url=base_url, auth_env=auth_env, force=force)
@@ -361,6 +363,17 @@ def new_command(
     errors = [note for note in result.notes if note["severity"] == "error"]
     for note in errors:
         console.print(f"[red]error[/red] {note['file']}#{note['pointer']}: {note['message']}", highlight=False, soft_wrap=True)
+    if result.skipped:
+        console.print(f"not imported: {len(result.skipped)} operation(s) with a multipart or binary body "
+                      f"(listed under `skipped` in the import report)", highlight=False, soft_wrap=True)
+    if result.trimmed:
+        console.print(f"trimmed: {len(result.trimmed)} oversized schema(s) (the rule: README, Bring your own API; "
+                      f"each under `trimmed` in the import report)", highlight=False, soft_wrap=True)
+    if result.catalog_mb > MAX_CATALOG_MB:
+        console.print(f"[yellow]warning[/yellow] the catalog is {result.catalog_mb:.1f} MB (over {MAX_CATALOG_MB:g} MB): "
+                      "keep the operations you need (--openapi on fewer files, or edit tools.json)", highlight=False, soft_wrap=True)
+    if result.auth_hint:
+        console.print(f"auth: {result.auth_hint}", highlight=False, soft_wrap=True)
     console.print(f"import notes: {len(result.notes)} ({len(errors)} errors); lint-tools findings: "
                   + (", ".join(f"{code}={count}" for code, count in result.lint.items()) or "none")
                   + f" (all in {result.dataset_dir}/import_report.json)", highlight=False, soft_wrap=True)

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fcbench.catalog.lint import count_by_code, lint_tools
-from fcbench.catalog.openapi import OpenAPIImport, import_openapi
+from fcbench.catalog.openapi import AuthScheme, OpenAPIImport, import_openapi
+from fcbench.catalog.trim import MAX_CATALOG_MB, catalog_megabytes, trim_parameters, trim_returns
 from fcbench.config import PIPELINE_NAME_PATTERN, load_pipelines
 from fcbench.errors import UserError
 from fcbench.jsonl import write_json, write_text
@@ -36,6 +38,11 @@ class ScaffoldResult:
     lint: dict[str, int] = field(default_factory=dict)
     lint_findings: list[dict[str, Any]] = field(default_factory=list)
     pipelines_file: str = ""
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    trimmed: list[dict[str, Any]] = field(default_factory=list)
+    catalog_mb: float = 0.0
+    auth: list[dict[str, str]] = field(default_factory=list)
+    auth_hint: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -137,6 +144,10 @@ def pipeline_entry(name: str, dataset_dir: str, imported: OpenAPIImport, base_ur
         lines.append(f"      base_url: {json.dumps(base_url)}   # replaces the descriptions' server URLs")
     if auth_env:
         lines.append(f"      auth_env: {auth_env}   # the token is read from this variable, sent as a header, never written")
+        scheme = header_scheme(imported.auth)
+        if scheme is not None and (scheme.name, scheme.scheme) != ("Authorization", "Bearer"):
+            lines.append(f"      auth_header: {json.dumps(scheme.name)}   # from the description's security scheme {scheme.id!r}")
+            lines.append(f"      auth_scheme: {json.dumps(scheme.scheme)}")
     lines += [
         "    stages:",
         "      stage1:",
@@ -154,6 +165,38 @@ def pipeline_entry(name: str, dataset_dir: str, imported: OpenAPIImport, base_ur
         "        formats: [parquet, fcbench]",
     ]
     return "\n".join(lines) + "\n"
+
+
+def header_scheme(schemes: list[AuthScheme]) -> AuthScheme | None:
+    """The security scheme the http environment's auth sends (a token in one header), or None."""
+    return next((scheme for scheme in schemes if scheme.where == "header"), None)
+
+
+def auth_hint(schemes: list[AuthScheme], auth_env: str | None) -> str:
+    """What the user should know about the API's credentials ("" when nothing)."""
+    if not schemes:
+        return ""
+    header = header_scheme(schemes)
+    names = ", ".join(f"{s.id} ({s.kind} in {s.where} {s.name!r})" for s in schemes)
+    if header is None:
+        return (f"the API's security schemes ({names}) put the credential outside a header, which the http "
+                "environment does not send: record against a server that needs no credential (Prism), or one "
+                "behind a proxy that adds it")
+    if not auth_env:
+        return (f"the API declares security schemes ({names}): pass --auth-env NAME (the variable holding the "
+                f"token) to send it as '{header.name}: {(header.scheme + ' ') if header.scheme else ''}<token>'")
+    return f"credential from ${auth_env} sent as '{header.name}: {(header.scheme + ' ') if header.scheme else ''}<token>'"
+
+
+def trim_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each record's parameters and returns trimmed by the rule of `fcbench.catalog.trim`; what was done."""
+    done: list[dict[str, Any]] = []
+    for record in records:
+        for trimmed in (trim_parameters(record["name"], record["parameters"]),
+                        trim_returns(record["name"], record["returns"]) if isinstance(record.get("returns"), dict) else None):
+            if trimmed is not None:
+                done.append(trimmed.as_dict())
+    return done
 
 
 def scaffold_dataset(name: str, openapi: list[Path], pipelines_file: Path, *, base_url: str | None = None,
@@ -178,24 +221,40 @@ def scaffold_dataset(name: str, openapi: list[Path], pipelines_file: Path, *, ba
         problems = "; ".join(note.describe() for note in imported.errors[:3])
         raise UserError(f"no operation imported from {', '.join(map(str, openapi))}" + (f": {problems}" if problems else ""))
     records = [catalog_record(tool) for tool in imported.tools]
-    pools = value_pools(imported.tools)
+    pools = value_pools(imported.tools)  # from the full schemas: an example trimmed away still seeds a pool
+    trimmed = trim_records(records)
+    megabytes = catalog_megabytes(records)
     findings = lint_tools(imported.tools)
     domains = list(dict.fromkeys(record["domain"] for record in records))
     entry = pipeline_entry(name, dataset_dir, imported, base_url, auth_env, domains)
     new_text = _appended(pipelines_file, name, entry)  # checked before anything is written
-    target.mkdir(parents=True, exist_ok=True)
-    write_json(target / "tools.json", records, indent=2)
-    write_json(target / "value_pools.json", pools, indent=2)
-    write_json(target / "import_report.json", {
+    hint = auth_hint(imported.auth, auth_env)
+    report = {
         "files": imported.files,
         "tools": len(records),
+        "auth": {"schemes": [scheme.as_dict() for scheme in imported.auth], "hint": hint},
+        "skipped": imported.skipped,
+        "trimmed": {"rule": "fcbench/catalog/trim.py (README: Bring your own API)", "tools": trimmed},
+        "catalog_mb": round(megabytes, 2),
+        "catalog_over_limit": megabytes > MAX_CATALOG_MB,
         "notes": [note.as_dict() for note in imported.notes],
         "lint": {"counts": count_by_code(findings), "findings": [finding.as_dict() for finding in findings]},
-    }, indent=2)
+    }
+    created = not target.exists()
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        write_json(target / "tools.json", records, indent=2)
+        write_json(target / "value_pools.json", pools, indent=2)
+        write_json(target / "import_report.json", report, indent=2)
+    except BaseException:
+        if created:  # no half-written dataset folder left behind
+            shutil.rmtree(target, ignore_errors=True)
+        raise
     write_text(pipelines_file, new_text)
     return ScaffoldResult(name, dataset_dir, len(records), len(imported.files), len(pools["slots"]),
                           [note.as_dict() for note in imported.notes], count_by_code(findings),
-                          [finding.as_dict() for finding in findings], str(pipelines_file))
+                          [finding.as_dict() for finding in findings], str(pipelines_file), imported.skipped,
+                          trimmed, round(megabytes, 2), [scheme.as_dict() for scheme in imported.auth], hint)
 
 
 def _appended(pipelines_file: Path, name: str, entry: str) -> str:
