@@ -91,7 +91,8 @@ def run_stage1(pipeline: PipelineConfig, offline: bool = False, environment: Env
     tools = _catalog(pipeline)
     use_llm = not (offline or pipeline.stages.stage1.offline or pipeline.llm is None)
     pools = _value_pools(pipeline, required=not use_llm)
-    graph = build_feed_graph(tools, pools)
+    with StageProgress("stage1 feed graph (tools linked)", len(tools)) as linking:
+        graph = build_feed_graph(tools, pools, progress=linking.advance)
     paths = Stage1Paths.in_dir(pipeline.build_dir)
     with StagedFile(paths.drafts) as drafts, StagedFile(paths.rejects) as rejects:
         written = _Written(drafts, rejects)
