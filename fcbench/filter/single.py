@@ -344,6 +344,11 @@ def run_filter_stage(pipeline: PipelineConfig, input_file: Path | None = None, o
     paths = FilterPaths.in_dir(pipeline.build_dir)
     if source.resolve() in (paths.validated.resolve(), paths.rejects.resolve()):
         raise UserError(f"{source}: the filter writes this file; it cannot also read it (give the candidates)")
+    if not any(line.strip() for line in _first_lines(source)):
+        # nothing to filter is a failed build, not an empty success: say where the candidates went
+        raise UserError(f"{source}: the filter's input is empty: no candidate to validate (the previous stage kept "
+                        f"none; its rejects file, e.g. {pipeline.build_dir / 'candidates.rejects.jsonl'}, says why "
+                        f"for each, and `build-dataset stage3 run {pipeline.name}` prints what to change)")
     # Streamed: the candidates are read in bounded batches (memory does not grow with their size);
     # a pipeline without a catalog takes its tools from the samples, in a pass of their own.
     samples = (item for item in read_samples(source, "fcbench") if isinstance(item, Sample))
@@ -351,6 +356,16 @@ def run_filter_stage(pipeline: PipelineConfig, input_file: Path | None = None, o
         return run_filter(read_samples(source, "fcbench"), environment, pipeline.stages.filter, paths, str(source),
                           semantic_check=_semantic_check(pipeline, offline), force=force,
                           min_output_share=pipeline.min_output_share, total=lines_in(source))
+
+
+def _first_lines(path: Path, count: int = 64) -> list[str]:
+    """The first lines of a file (gzip-compressed when it ends in .gz), enough to see it is not empty."""
+    import gzip
+    from itertools import islice
+
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        return list(islice(handle, count))
 
 
 def _semantic_check(pipeline: PipelineConfig, offline: bool) -> SemanticCheck | None:

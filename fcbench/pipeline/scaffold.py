@@ -153,6 +153,8 @@ def pipeline_entry(name: str, dataset_dir: str, imported: OpenAPIImport, base_ur
         "      stage1:",
         "        offline: true            # graph sampler over the recorded responses",
         "        queries: 20",
+        "      stage2:",
+        f"        export_file: {dataset_dir}/annotations/stage2_export.json.gz   # `stage2 pull {name} --save-export` this file; `run` reads it",
         "      stage3:",
         "        variants: 3",
         "        fill: slots",

@@ -960,7 +960,9 @@ def sample_tool_subset(index: int, cross: bool, graph: FeedGraph, sizes: Sequenc
         goals_by_domain.setdefault(domain_of[goal], []).append(goal)
     if not goals_by_domain:
         if plannable_only:
-            raise PlanFailed("no tool of the catalog reads another tool's output: nothing to chain")
+            raise PlanFailed("no tool of the catalog reads another tool's output: nothing to chain (a value pool "
+                             "filling an argument keeps it from being read from an earlier answer: `build-dataset "
+                             "stage1 NAME` prints which slots of value_pools.json do)")
         goals_by_domain = {domain: [] for domain in dict.fromkeys(domain_of.values())}
     domains = list(goals_by_domain)
     picked = rng.sample(domains, 2) if cross and len(domains) >= 2 else [rng.choice(domains)]
@@ -1068,3 +1070,43 @@ def _estimated_chain_lengths(sources: Mapping[str, list[str]]) -> dict[str, int]
             if stack:
                 best[stack[-1][0]] = max(best[stack[-1][0]], lengths[tool])
     return lengths
+
+
+_IDENTIFIER_NAME = re.compile(r"(?:^|_|[a-z0-9])(?:id|Id|ID|ids|Ids|IDs|sid|Sid|hash|Hash|key|Key|code|Code)$")
+ADVICE_SHOWN = 5  # tools named per piece of advice (the count says how many more)
+
+
+def pool_advice(graph: FeedGraph, pools: ValuePools, pools_file: str) -> list[str]:
+    """What keeps the offline sampler from chaining, said in terms of the value pools a user edits:
+    an identifier a slot fills from the description's examples is never read from an earlier answer
+    (the chain stops there), and a required argument no slot fills and no answer holds keeps its
+    tool off every path."""
+    advice: list[str] = []
+    catalog = list(graph.tools.values())
+    fields_of = {tool.name: response_fields(tool.returns) for tool in catalog}
+    index = OutputIndex.of(catalog, fields_of)
+    blocked: dict[str, list[str]] = {}  # slot -> "tool.parameter (answered by ...)"
+    for tool in catalog:
+        properties = tool.parameters.get("properties") or {}
+        for parameter in sorted(pools.covered_arguments(tool.name) & set(tool.parameters.get("required") or [])):
+            if not _IDENTIFIER_NAME.search(parameter):
+                continue
+            options = _feeds_for(tool, parameter, properties.get(parameter) or {}, catalog, fields_of, index)
+            producers = sorted({feed.source for feeds in options.values() for feed in feeds})
+            if producers:
+                slot = next((slot.name for slot, use in pools.uses_for(tool.name) if parameter in use.arguments), parameter)
+                blocked.setdefault(slot, []).append(f"{tool.name}.{parameter} (answered by {', '.join(producers[:2])}"
+                                                    f"{' and others' if len(producers) > 2 else ''})")
+    for slot, uses in sorted(blocked.items()):
+        advice.append(f"slot {slot!r} of {pools_file} fills {len(uses)} identifier argument(s) from the description's "
+                      f"examples, so they never read an earlier answer and the chain stops there: "
+                      f"{'; '.join(uses[:ADVICE_SHOWN])}{' ...' if len(uses) > ADVICE_SHOWN else ''}. "
+                      f"Remove those tools from the slot's `used_by` to chain them")
+    unfillable = sorted(graph.unfillable.items())
+    if unfillable:
+        named = "; ".join(f"{tool} needs {', '.join(parameters)}" for tool, parameters in unfillable[:ADVICE_SHOWN])
+        advice.append(f"{len(unfillable)} tool(s) can be on no path: an argument they require has no slot in "
+                      f"{pools_file} and no tool answers it ({named}{' ...' if len(unfillable) > ADVICE_SHOWN else ''}). "
+                      f"Add a slot with values for it (`slots: {{NAME: {{values: [...], used_by: [{{tool: ..., "
+                      f"arguments: {{NAME: value}}}}]}}}}`)")
+    return advice
