@@ -303,7 +303,7 @@ def nothing_kept_advice(summary: dict[str, Any], pools: ValuePools | None, pools
     if counts.get("candidates", 0) or not reasons or pools is None or set(reasons) - set(REPEAT_REASONS):
         return []
     single = sorted(name for name, slot in pools.slots.items() if len(slot.values) < 2)
-    return [f"no variant differs from its template: a variant changes the values the query states, and "
+    return ["no variant differs from its template: a variant changes the values the query states, and "
             + (f"{len(single)} slot(s) of {pools_file} have one value ({', '.join(single[:8])}"
                f"{' ...' if len(single) > 8 else ''}): " if single else f"the slots of {pools_file} that the queries state have no other value: ")
             + "add values to them (or state other slot values in the templates' queries)"]
