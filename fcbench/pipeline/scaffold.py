@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from fcbench.catalog.lint import count_by_code, lint_tools
-from fcbench.catalog.openapi import AuthScheme, OpenAPIImport, import_openapi
+from fcbench.catalog.openapi import OpenAPIImport, import_openapi
 from fcbench.catalog.trim import MAX_CATALOG_MB, catalog_megabytes, trim_parameters, trim_returns
 from fcbench.config import PIPELINE_NAME_PATTERN, load_pipelines
 from fcbench.errors import UserError
@@ -143,11 +143,8 @@ def pipeline_entry(name: str, dataset_dir: str, imported: OpenAPIImport, base_ur
     if base_url:
         lines.append(f"      base_url: {json.dumps(base_url)}   # replaces the descriptions' server URLs")
     if auth_env:
-        lines.append(f"      auth_env: {auth_env}   # the token is read from this variable, sent as a header, never written")
-        scheme = header_scheme(imported.auth)
-        if scheme is not None and (scheme.name, scheme.scheme) != ("Authorization", "Bearer"):
-            lines.append(f"      auth_header: {json.dumps(scheme.name)}   # from the description's security scheme {scheme.id!r}")
-            lines.append(f"      auth_scheme: {json.dumps(scheme.scheme)}")
+        lines.append(f"      auth_env: {auth_env}   # the token is read from this variable, sent, never written")
+        lines += auth_lines(imported.security_slots)
     lines += [
         "    stages:",
         "      stage1:",
@@ -169,25 +166,15 @@ def pipeline_entry(name: str, dataset_dir: str, imported: OpenAPIImport, base_ur
     return "\n".join(lines) + "\n"
 
 
-def header_scheme(schemes: list[AuthScheme]) -> AuthScheme | None:
-    """The security scheme the http environment's auth sends (a token in one header), or None."""
-    return next((scheme for scheme in schemes if scheme.where == "header"), None)
-
-
-def auth_hint(schemes: list[AuthScheme], auth_env: str | None) -> str:
-    """What the user should know about the API's credentials ("" when nothing)."""
-    if not schemes:
+def auth_hint(slots: list[dict[str, str]], auth_env: str | None) -> str:
+    """What the user should know about the API's credentials ("" when it declares none)."""
+    if not slots:
         return ""
-    header = header_scheme(schemes)
-    names = ", ".join(f"{s.id} ({s.kind} in {s.where} {s.name!r})" for s in schemes)
-    if header is None:
-        return (f"the API's security schemes ({names}) put the credential outside a header, which the http "
-                "environment does not send: record against a server that needs no credential (Prism), or one "
-                "behind a proxy that adds it")
+    slot = slots[0]
+    where = f"the {slot['in']} {slot['name']!r} (security scheme {slot['scheme']!r})"
     if not auth_env:
-        return (f"the API declares security schemes ({names}): pass --auth-env NAME (the variable holding the "
-                f"token) to send it as '{header.name}: {(header.scheme + ' ') if header.scheme else ''}<token>'")
-    return f"credential from ${auth_env} sent as '{header.name}: {(header.scheme + ' ') if header.scheme else ''}<token>'"
+        return f"the API requires a credential: pass --auth-env NAME (the variable holding it) to send it in {where}"
+    return f"credential from ${auth_env} sent in {where}"
 
 
 def trim_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -199,6 +186,23 @@ def trim_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if trimmed is not None:
                 done.append(trimmed.as_dict())
     return done
+
+
+def auth_lines(slots: list[dict[str, str]]) -> list[str]:
+    """Where the token goes, from the first security scheme the descriptions declare (default,
+    no scheme declared: `Authorization: Bearer <token>`)."""
+    if not slots:
+        return []
+    slot = slots[0]
+    why = f"   # security scheme {slot['scheme']!r} of the description"
+    if slot["type"] == "apiKey":
+        lines = [f"      auth_header: {json.dumps(slot['name'])}{why}", "      auth_scheme: \"\"   # the bare key"]
+        if slot["in"] != "header":
+            lines.append(f"      auth_in: {slot['in']}")
+        return lines
+    if slot.get("http_scheme") == "basic":
+        return [f"      auth_scheme: Basic{why} (the variable holds base64 of user:password)"]
+    return []
 
 
 def scaffold_dataset(name: str, openapi: list[Path], pipelines_file: Path, *, base_url: str | None = None,
@@ -230,7 +234,7 @@ def scaffold_dataset(name: str, openapi: list[Path], pipelines_file: Path, *, ba
     domains = list(dict.fromkeys(record["domain"] for record in records))
     entry = pipeline_entry(name, dataset_dir, imported, base_url, auth_env, domains)
     new_text = _appended(pipelines_file, name, entry)  # checked before anything is written
-    hint = auth_hint(imported.auth, auth_env)
+    hint = auth_hint(imported.security_slots, auth_env)
     report = {
         "files": imported.files,
         "tools": len(records),

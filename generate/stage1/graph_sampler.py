@@ -261,8 +261,15 @@ def _links_agree(reader: Tool, parameter: str, source: Tool, output: OutputField
     # the field's own name says which resource it identifies: a `tx_hash` is a transaction's
     # (`/txs/{hash}`), a `stake_address` is what `/accounts/{stake_address}` reads
     out_words = _name_words(output.name)
-    return (len(out_words) >= 2 and out_words == _name_words(parameter)) or \
-        _stem(collection[-1]) in {_stem(word) for word in out_words[:-1]}
+    if (len(out_words) >= 2 and out_words == _name_words(parameter)) or \
+            _stem(collection[-1]) in {_stem(word) for word in out_words[:-1]}:
+        return True
+    # the parameter itself may name the resource (`/weather/{cityId}` is keyed by a city): then
+    # the source's own collection must be that resource (`/cities`), a whole segment, so an offer
+    # id is still not fed by `/flight-offers` for `/hotel-offers/{offerId}`
+    named = re.sub(r"_?(?:id|Id|ID|code|Code)$", "", parameter)
+    source_collections = [part for part in source_endpoint.split("/") if part and "{" not in part]
+    return bool(named) and bool(source_collections) and _stem(source_collections[-1]) == _stem(named)
 
 
 def _entry_links(source: Tool, output: OutputField) -> list[str]:
