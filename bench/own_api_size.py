@@ -106,6 +106,8 @@ def curate(dataset: Path) -> dict[str, int]:
         if not slot["used_by"]:
             del pools["slots"][name]
             continue
+        # the description's own examples mix kinds (an `addr1...` payment address as a stake address)
+        slot["values"] = [value for value in slot["values"] if str(value.get("value")).startswith(PREFIX.get(name, ""))]
         if name in HARVEST:
             for value in _harvest(tools, *HARVEST[name]):
                 if {"value": value} not in slot["values"] and str(value).startswith(PREFIX.get(name, "")):
