@@ -344,8 +344,9 @@ def run_filter_stage(pipeline: PipelineConfig, input_file: Path | None = None, o
     paths = FilterPaths.in_dir(pipeline.build_dir)
     if source.resolve() in (paths.validated.resolve(), paths.rejects.resolve()):
         raise UserError(f"{source}: the filter writes this file; it cannot also read it (give the candidates)")
-    if not any(line.strip() for line in _first_lines(source)):
+    if not force and not any(line.strip() for line in _first_lines(source)):
         # nothing to filter is a failed build, not an empty success: say where the candidates went
+        # (`--force` still runs, for who means to replace the validated file with nothing)
         raise UserError(f"{source}: the filter's input is empty: no candidate to validate (the previous stage kept "
                         f"none; its rejects file, e.g. {pipeline.build_dir / 'candidates.rejects.jsonl'}, says why "
                         f"for each, and `build-dataset stage3 run {pipeline.name}` prints what to change)")
