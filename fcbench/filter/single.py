@@ -345,7 +345,7 @@ def run_filter_stage(pipeline: PipelineConfig, input_file: Path | None = None, o
     paths = FilterPaths.in_dir(pipeline.build_dir)
     if source.resolve() in (paths.validated.resolve(), paths.rejects.resolve()):
         raise UserError(f"{source}: the filter writes this file; it cannot also read it (give the candidates)")
-    if not force and not any(line.strip() for line in _first_lines(source)):
+    if not force and not _has_content(source):
         # nothing to filter is a failed build, not an empty success: say where the candidates went
         # (`--force` still runs, for who means to replace the validated file with nothing)
         raise UserError(f"{source}: the filter's input is empty: no candidate to validate (the previous stage kept "
@@ -360,14 +360,14 @@ def run_filter_stage(pipeline: PipelineConfig, input_file: Path | None = None, o
                           min_output_share=pipeline.min_output_share, total=lines_in(source))
 
 
-def _first_lines(path: Path, count: int = 64) -> list[str]:
-    """The first lines of a file (gzip-compressed when it ends in .gz), enough to see it is not empty."""
+def _has_content(path: Path, probe: int = 65536) -> bool:
+    """Whether the file (gzip-compressed when it ends in .gz) holds anything but white space in its
+    first bytes; read as bytes, so a file with unreadable lines is left to the reader's own rules."""
     import gzip
-    from itertools import islice
 
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as handle:
-        return list(islice(handle, count))
+    with opener(path, "rb") as handle:
+        return bool(handle.read(probe).strip())
 
 
 def _semantic_check(pipeline: PipelineConfig, offline: bool) -> SemanticCheck | None:
