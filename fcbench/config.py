@@ -49,14 +49,78 @@ class RayConfig(_Config):
     object_store_mb: int = Field(100, ge=75, le=1_000_000)  # local cluster only (Ray's minimum is 75 MB)
 
 
+class McpServerConfig(_Config):
+    """One MCP server of an `mcp` environment: a command started over stdio (one per worker), or
+    the URL of a streamable-HTTP server. In `command`, `args` and `env`, `{sandbox}` is the
+    worker's sandbox folder (fresh for every sample); commands run in the pipelines file's folder."""
+
+    command: str | None = None  # stdio: the program (a relative path with a '/' is taken from the pipelines file's folder)
+    args: list[str] = Field(default_factory=list)
+    # added to the minimal environment the SDK passes on; `${NAME}` is read from fcbench's own
+    # environment when the server starts (a token is written as `${GITHUB_TOKEN}`, never as itself)
+    env: dict[str, str] = Field(default_factory=dict)
+    url: str | None = None  # streamable HTTP: http://host:port/mcp (shared by every worker; its state cannot be reset)
+    # stateful: a call may change what later calls see (a memory graph, files): recordings are keyed
+    # by the sample's earlier calls to this server, and each sample gets a fresh sandbox.
+    # false: every answer depends on the call alone (the time server).
+    stateful: bool = True
+    # how a sample starts from a clean state: `files` (the sandbox folder is emptied and re-seeded;
+    # the server re-reads it), or `restart` (also restart the server: state it keeps in memory)
+    reset: Literal["files", "restart"] = "files"
+    # a result without structuredContent: `auto` parses its text as JSON when it is JSON, else keeps
+    # the text; `json` requires JSON (else unexpected_response); `python` reads a Python literal
+    # (sqlite's rows); `text` keeps the text
+    text_results: Literal["auto", "json", "python", "text"] = "auto"
+    # a regular expression: a text result that matches it is a tool error (servers that report
+    # errors with isError false, such as sqlite's "Error: ...")
+    error_text: str | None = None
+    init_timeout_s: float = Field(30.0, gt=0, le=3600)  # starting and `initialize` + `tools/list`
+
+    @model_validator(mode="after")
+    def _command_or_url(self) -> McpServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("an MCP server needs either `command` (stdio) or `url` (streamable HTTP)")
+        if self.error_text is not None:
+            try:
+                re.compile(self.error_text)
+            except re.error as exc:
+                raise ValueError(f"error_text is not a regular expression: {exc}") from None
+        return self
+
+
+class SandboxConfig(_Config):
+    """The per-sample state of an `mcp` environment: each worker has a folder (`{sandbox}`) that is
+    emptied and filled from `seed` before each sample's first live call, so samples never see each
+    other's writes and re-executing a sample gives the same answers."""
+
+    seed: str | None = None  # a folder copied into the sandbox (files, a memory.jsonl, ...)
+    # sandbox-relative folder -> the fixed path responses show instead of the real temporary one
+    # (and that arguments may use); so recordings do not carry temporary paths
+    aliases: dict[str, str] = Field(default_factory=lambda: {".": "/sandbox"})
+
+    @field_validator("aliases")
+    @classmethod
+    def _absolute_aliases(cls, aliases: dict[str, str]) -> dict[str, str]:
+        for folder, alias in aliases.items():
+            if not alias.startswith("/") or alias.rstrip("/") == "":
+                raise ValueError(f"alias of {folder!r} must be an absolute path other than '/', got {alias!r}")
+            if folder.startswith("/") or ".." in Path(folder).parts:
+                raise ValueError(f"{folder!r}: alias keys are folders inside the sandbox")
+        return aliases
+
+
 class EnvironmentConfig(_Config):
-    """Where tool calls are executed: Python implementations, recorded responses, or an HTTP API."""
+    """Where tool calls are executed: Python implementations, recorded responses, an HTTP API, or
+    MCP servers."""
 
     # simulated: no implementation; the pipeline's LLM answers each call from the tool's
     # description and output schema (CONFETTI's response simulator), every answer cached
-    kind: Literal["python", "recorded", "http", "simulated"]
+    kind: Literal["python", "recorded", "http", "simulated", "mcp"]
     module: str | None = None  # python: the file implementing the tools
-    responses: str | None = None  # recorded: the recorded-calls file; http: the store it records into / replays
+    # recorded: the recorded-calls file; http and mcp: the store it records into / replays
+    responses: str | None = None
+    servers: dict[str, McpServerConfig] | None = None  # mcp: the servers, by the name the catalog's tools give
+    sandbox: SandboxConfig | None = None  # mcp: the per-sample sandbox of stateful servers
     base_url: str | None = None  # http: the API the tools call (replaces each description's server URL)
     base_urls: dict[str, str] | None = None  # http: one server per description (file stem -> URL)
     auth_env: str | None = None  # http: the environment variable holding the API token (sent in a header)
@@ -68,7 +132,9 @@ class EnvironmentConfig(_Config):
     max_per_host: int = Field(8, ge=1, le=1024)  # http: requests in flight per host
     retries: int = Field(3, ge=0, le=100)  # http: retries on 429/5xx/transport errors (backoff, Retry-After)
     max_response_mb: float = Field(10.0, gt=0, le=10_000)  # http: a larger response is reported, not kept
-    record: bool = False  # http: call the server and record (what `--record` sets); default: replay offline
+    # http, mcp: call the server and record (what `--record` sets); default: replay offline (an mcp
+    # environment without `responses` always calls its servers)
+    record: bool = False
     timeout_s: float = Field(10.0, gt=0, le=3600)  # seconds per call
     memory_mb: int = Field(512, ge=16, le=1_048_576)  # MiB per worker
     # python: what tools may see and write beyond their sandbox (fcbench/environments/sandbox.py):
@@ -86,9 +152,12 @@ class EnvironmentConfig(_Config):
     def _kind_has_its_source(self) -> EnvironmentConfig:
         # http: calls are replayed from `responses` unless a run records (`--record`), so the store is
         # what it needs; the server comes from base_url(s) or the descriptions
-        needed = {"python": "module", "recorded": "responses", "http": "responses", "simulated": None}[self.kind]
-        if needed is not None and getattr(self, needed) is None:
+        needed = {"python": "module", "recorded": "responses", "http": "responses", "simulated": None,
+                  "mcp": "servers"}[self.kind]
+        if needed is not None and not getattr(self, needed):
             raise ValueError(f"environment kind {self.kind!r} needs {needed!r}")
+        if self.kind != "mcp" and (self.servers is not None or self.sandbox is not None):
+            raise ValueError(f"`servers` and `sandbox` are settings of environment kind 'mcp', not {self.kind!r}")
         if self.backend == "ray" and self.kind != "python":
             raise ValueError(f"backend 'ray' runs python tools; kind {self.kind!r} needs backend 'local'")
         return self

@@ -2,7 +2,8 @@
 
 A benchmark declares beside its tools a `value_pools.json`: per slot (city, stay, adults...), the
 values known to execute and the tool arguments each slot fills (`used_by`: argument -> field of a
-value). Two stages use it:
+value; an argument may be a path into a list argument, `entities[0].name`: fcbench.argument_paths).
+Two stages use it:
 - stage1's graph sampler draws concrete start arguments from it;
 - stage3 (`fill: slots`) finds which slot values a template's literal arguments hold
   (`detect_slot_instances`), finds where its query states them (`stated_spans`), and replaces each
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from fcbench.checks.query_text import noun_for_count
+from fcbench.argument_paths import get_argument, has_argument, is_argument_path, with_argument
 from fcbench.errors import UserError
 from fcbench.references import parse_reference
 from fcbench.sample import Call, Sample, user_query  # noqa: F401 (user_query: part of the slot helpers' interface)
@@ -66,6 +68,9 @@ class Slot:
     # each call of a draft draws its own value (search keywords, city codes: two searches of one
     # request look for two things); otherwise a value is shared by the draft (its stay, its party)
     distinct: bool = False
+    # stage1 draws a slot's value once per draft (the same stay for the flight and the hotel);
+    # `per_goal` draws one per request of the draft instead, each another value when it can
+    per_goal: bool = False
 
     def group_of(self, value: dict[str, Any]) -> str | None:
         """The city a value belongs to, None for values that are not places (dates, counts)."""
@@ -114,9 +119,11 @@ def value_pools_from_dict(data: Any, source: str = "value pools") -> ValuePools:
             if missing:
                 raise UserError(f"{where}.used_by: field {missing[0]!r} is missing from some values")
             uses.append(SlotUse(use["tool"], dict(use["arguments"])))
-        if not isinstance(spec.get("distinct", False), bool):
-            raise UserError(f"{where}.distinct: expected true or false")
-        slots[name] = Slot(name, list(spec["values"]), uses, str(spec.get("description", "")), spec.get("distinct", False))
+        for flag in ("distinct", "per_goal"):
+            if not isinstance(spec.get(flag, False), bool):
+                raise UserError(f"{where}.{flag}: expected true or false")
+        slots[name] = Slot(name, list(spec["values"]), uses, str(spec.get("description", "")),
+                           distinct=spec.get("distinct", False), per_goal=spec.get("per_goal", False))
     return ValuePools(slots, source)
 
 
@@ -204,6 +211,8 @@ def render_like(span: Span, value: Any, old_text: str | None = None) -> str:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return _number_text(value)
     text = str(value)
+    if "/" in text:  # a time zone or a path (America/Sao_Paulo, docs/brief.md) is written as it is, never in words
+        return text
     spoken = text.replace("_", " ").lower()
     if "_" in text or (old_text is not None and old_text.islower() and not text.islower()):
         return spoken
@@ -258,9 +267,9 @@ def _is_literal(value: Any) -> bool:
 
 
 def _matching_value(slot: Slot, use: SlotUse, call: Call) -> dict[str, Any] | None:
+    held = {arg: get_argument(call.arguments, arg) for arg in use.arguments}
     for value in slot.values:
-        if all(call.arguments[arg] == value[f] and type(call.arguments[arg]) is not bool
-               for arg, f in use.arguments.items()):
+        if all(held[arg] == value[f] and type(held[arg]) is not bool for arg, f in use.arguments.items()):
             return value
     return None
 
@@ -273,7 +282,8 @@ def detect_slot_instances(sample: Sample, pools: ValuePools) -> list[SlotInstanc
         taken: set[str] = set()
         for slot, use in pools.uses_for(call.name):
             names = set(use.arguments)
-            if names & taken or not all(name in call.arguments and _is_literal(call.arguments[name]) for name in names):
+            if names & taken or not all(has_argument(call.arguments, name) and _is_literal(get_argument(call.arguments, name))
+                                        for name in names):
                 continue
             value = _matching_value(slot, use, call)
             if value is None:
@@ -378,9 +388,18 @@ def substitute_slots(sample: Sample, pools: ValuePools, rng: random.Random) -> S
         changed.append((instance.slot, instance.value, new))
     for span, text in sorted(edits, key=lambda edit: -edit[0].start):
         query = query[:span.start] + text + query[span.end:]
-    calls = [[Call(label=call.label, name=call.name, arguments={**call.arguments, **by_label.get(call.label, {})})
+    calls = [[Call(label=call.label, name=call.name, arguments=_updated(call.arguments, by_label.get(call.label, {})))
               for call in step] for step in sample.calls]
     return Substitution(query, calls, changed)
+
+
+def _updated(arguments: dict[str, Any], updates: dict[str, Any]) -> dict[str, Any]:
+    """The arguments with new values by name or by path into a list argument."""
+    if not any(is_argument_path(name) for name in updates):
+        return {**arguments, **updates}
+    for name, value in updates.items():
+        arguments = with_argument(arguments, name, value)
+    return arguments
 
 
 # --------------------------------------------------------------------------- the stage3 check
@@ -403,6 +422,9 @@ def slot_value_problem(template: Sample, variant: Sample, pools: ValuePools) -> 
             site = instance.sites[0]
             return f"argument {site.label}.{'/'.join(sorted(site.use.arguments))} holds {instance.describe()}, which the query does not state"
     held = {str(value).lower() for call in variant.all_calls() for value in call.arguments.values() if _is_literal(value)}
+    held |= {str(get_argument(call.arguments, name)).lower() for call in variant.all_calls()
+             for _, use in pools.uses_for(call.name) for name in use.arguments
+             if is_argument_path(name) and has_argument(call.arguments, name) and _is_literal(get_argument(call.arguments, name))}
     for index, instance in enumerate(template_instances):
         if index not in stated or instance.key() in variant_keys:
             continue
@@ -433,5 +455,5 @@ def _still_stated(query: str, instance: SlotInstance, held: set[str]) -> bool:
 
 def _site_filled(variant: Sample, site: Site) -> bool:
     call = next((c for c in variant.all_calls() if c.label == site.label), None)
-    return call is not None and all(name in call.arguments and call.arguments[name] is not None
+    return call is not None and all(has_argument(call.arguments, name) and get_argument(call.arguments, name) is not None
                                     for name in site.use.arguments)

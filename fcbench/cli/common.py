@@ -156,8 +156,8 @@ def _load_pipeline(name: str, file: Path, record: bool = False, batch: bool = Fa
     return pipeline
 
 
-RECORD_HELP = ("http environment: call the server (base_url) and record every response into the store; "
-               "only calls not recorded yet are sent. Default: replay from the store, offline.")
+RECORD_HELP = ("http and mcp environments: call the server (base_url; the MCP servers) and record every response "
+               "into the store; only calls not recorded yet are sent. Default: replay from the store, offline.")
 
 
 CONNECTION_HELP = ("The server is the local studio (build-dataset studio start), or FCBENCH_LS_URL with the token in "

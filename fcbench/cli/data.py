@@ -381,51 +381,79 @@ def _stages_table(name: str, pipeline: Any) -> Table:
 
 # ------------------------------------------------------------------------------------------------ new
 @command("new", epilog="Example:  build-dataset new my-api --openapi ../shared/external/amadeus/HotelList_v1_swagger_specification.json "
-             "--base-url http://127.0.0.1:4010 --auth-env MY_API_TOKEN\n\n"
-             "(then, with the server up and MY_API_TOKEN set: build-dataset stage1 my-api --record)")
+                       "--base-url http://127.0.0.1:4010 --auth-env MY_API_TOKEN\n\n"
+                       "(then, with the server up and MY_API_TOKEN set: build-dataset stage1 my-api --record)\n\n"
+                       "Example:  build-dataset new my-clock --mcp \".mcp/venv/bin/mcp-server-time --local-timezone UTC\"\n\n"
+                       "(an MCP server over stdio, installed by bash fcbench/environments/install_mcp_servers.sh; "
+                       "then: build-dataset stage1 my-clock --record)")
 @user_errors
 def new_command(
     name: str = typer.Argument(..., help="The new pipeline's name (also its folder datasets/NAME)."),
-    openapi: list[Path] = typer.Option(..., "--openapi", help="An OpenAPI description (Swagger 2.0, OpenAPI 3.0/3.1; "
-                                       "JSON or YAML) or a folder of them; repeatable."),
+    openapi: Optional[list[Path]] = typer.Option(None, "--openapi", help="An OpenAPI description (Swagger 2.0, OpenAPI "
+                                                 "3.0/3.1; JSON or YAML) or a folder of them; repeatable."),
+    mcp: Optional[list[str]] = typer.Option(None, "--mcp", help="An MCP server over stdio: its command line, quoted "
+                                            "(\"[NAME:] [VAR=value ...] COMMAND ARGS...\"; {sandbox} stands for the "
+                                            "per-sample sandbox folder); repeatable."),
+    mcp_url: Optional[list[str]] = typer.Option(None, "--mcp-url", help="An MCP server over streamable HTTP: its URL "
+                                                "(\"[NAME:] http://host:port/mcp\"); repeatable."),
+    sandbox_seed: Optional[Path] = typer.Option(None, "--sandbox-seed", help="A folder copied into each sample's fresh "
+                                                "sandbox ({sandbox}): the files a filesystem server starts from (--mcp)."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="The server to call, replacing the descriptions' "
-                                           "server URLs."),
+                                           "server URLs (--openapi)."),
     auth_env: Optional[str] = typer.Option(None, "--auth-env", help="NAME of the environment variable holding the API "
                                            "token (sent in the header of the description's security scheme, "
-                                           "'Authorization: Bearer …' by default; never written anywhere)."),
+                                           "'Authorization: Bearer …' by default; never written anywhere; --openapi)."),
     file: PipelinesFileOption = PIPELINES_FILE,
     force: bool = typer.Option(False, "--force", help="Write over an existing datasets/NAME folder."),
     as_json: JsonOption = False,
 ) -> None:
-    """Scaffold a benchmark over your own API from its OpenAPI description.
+    """Scaffold a benchmark over your own API (its OpenAPI description) or your MCP servers.
 
-    Writes datasets/NAME/ beside the pipelines file (tools.json: one tool per operation;
-    value_pools.json: slots seeded from enums and examples; import_report.json: import notes and
-    lint-tools findings) and appends a pipeline with an `http` environment to the pipelines file
-    (its comments and order kept). Record responses with `--record` on stage1/filter/run; without
-    it calls are replayed offline from datasets/NAME/recorded.json."""
-    from fcbench.catalog.trim import MAX_CATALOG_MB
-    from fcbench.pipeline.scaffold import scaffold_dataset
+    Writes datasets/NAME/ beside the pipelines file (tools.json: one tool per operation or MCP
+    tool; value_pools.json: slots seeded from enums and examples; import_report.json: import notes,
+    what could not be imported and why, and lint-tools findings) and appends a pipeline to the
+    pipelines file (its comments and order kept): an `http` environment for --openapi, an `mcp`
+    environment for --mcp/--mcp-url (each server is started once to list its tools). Record
+    responses with `--record` on stage1/filter/run; without it calls are replayed offline from
+    datasets/NAME/recorded.json."""
+    if bool(openapi) == bool(mcp or mcp_url):
+        raise UserError("give either --openapi (your API's description) or --mcp/--mcp-url (MCP servers)")
+    if sandbox_seed is not None and not (mcp or mcp_url):
+        raise UserError("--sandbox-seed goes with --mcp: it seeds the MCP servers' per-sample sandbox")
+    if mcp or mcp_url:
+        from fcbench.pipeline.scaffold_mcp import McpSource, scaffold_mcp_dataset
 
-    result = scaffold_dataset(name, list(openapi), file, base_url=base_url, auth_env=auth_env, force=force)
+        if base_url or auth_env:
+            raise UserError("--base-url and --auth-env go with --openapi; an MCP server is named by --mcp or --mcp-url")
+        sources = [McpSource(text) for text in mcp or []] + [McpSource(text, is_url=True) for text in mcp_url or []]
+        result = scaffold_mcp_dataset(name, sources, file, force=force, sandbox_seed=sandbox_seed)
+        what = f"{result.files} MCP server(s)"
+    else:
+        from fcbench.pipeline.scaffold import scaffold_dataset
+
+        result = scaffold_dataset(name, list(openapi or []), file, base_url=base_url, auth_env=auth_env, force=force)
+        what = f"{result.files} description(s)"
     if as_json:
         print_json(result.as_dict())
         return
-    console.print(f"new {name}: {result.tools} tools from {result.files} description(s), {result.slots} value slots "
+    console.print(f"new {name}: {result.tools} tools from {what}, {result.slots} value slots "
                   f"in {result.dataset_dir}; pipeline added to {result.pipelines_file}", highlight=False, soft_wrap=True)
     errors = [note for note in result.notes if note["severity"] == "error"]
     for note in errors:
         console.print(f"[red]error[/red] {note['file']}#{note['pointer']}: {note['message']}", highlight=False, soft_wrap=True)
-    if result.skipped:
-        console.print(f"not imported: {len(result.skipped)} operation(s) with a multipart or binary body "
+    from fcbench.catalog.trim import MAX_CATALOG_MB
+
+    skipped, trimmed = getattr(result, "skipped", None) or [], getattr(result, "trimmed", None) or []  # --openapi only
+    if skipped:
+        console.print(f"not imported: {len(skipped)} operation(s) with a multipart or binary body "
                       f"(listed under `skipped` in the import report)", highlight=False, soft_wrap=True)
-    if result.trimmed:
-        console.print(f"trimmed: {len(result.trimmed)} oversized schema(s) (the rule: README, Bring your own API; "
+    if trimmed:
+        console.print(f"trimmed: {len(trimmed)} oversized schema(s) (the rule: README, Bring your own API; "
                       f"each under `trimmed` in the import report)", highlight=False, soft_wrap=True)
-    if result.catalog_mb > MAX_CATALOG_MB:
+    if getattr(result, "catalog_mb", 0.0) > MAX_CATALOG_MB:
         console.print(f"[yellow]warning[/yellow] the catalog is {result.catalog_mb:.1f} MB (over {MAX_CATALOG_MB:g} MB): "
                       "keep the operations you need (--openapi on fewer files, or edit tools.json)", highlight=False, soft_wrap=True)
-    if result.auth_hint:
+    if getattr(result, "auth_hint", ""):
         console.print(f"auth: {result.auth_hint}", highlight=False, soft_wrap=True)
     console.print(f"import notes: {len(result.notes)} ({len(errors)} errors); lint-tools findings: "
                   + (", ".join(f"{code}={count}" for code, count in result.lint.items()) or "none")

@@ -40,6 +40,8 @@ class ErrorReason(str, Enum):
     NETWORK = "network"  # the API could not be reached
     UNEXPECTED_RESPONSE = "unexpected_response"  # the API answered, but not in the shape the catalog says
     UNSAFE_ARGUMENT = "unsafe_argument"  # a path argument would change the request's path ("..", "."): not sent
+    SERVER_UNAVAILABLE = "server_unavailable"  # an MCP server could not be started, reached or initialised
+    PROTOCOL_ERROR = "protocol_error"  # an MCP server answered with a JSON-RPC error instead of a tool result
 
 
 class CallOutcome(NamedTuple):
@@ -298,6 +300,14 @@ class Environment(ABC):
             for index, run in self.iter_run_paths(paths):
                 runs[index] = run
         return runs
+
+    @contextmanager
+    def for_sample(self) -> Iterator["Environment"]:
+        """What one sample's calls go through, in order (a draft being made, a gold path being run).
+        Environments without state across calls give themselves; the mcp environment gives a
+        session whose stateful servers start from a fresh sandbox, so samples never see each
+        other's writes and a sample run twice gets the same answers."""
+        yield self
 
     def close(self) -> None:
         """Release what the environment holds (subprocesses, recordings)."""

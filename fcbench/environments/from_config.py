@@ -99,11 +99,35 @@ def _http_environment(pipeline: PipelineConfig, tools: list[Tool]) -> Environmen
                            max_response_bytes=int(settings.max_response_mb * 1024 * 1024))
 
 
-def with_recording(pipeline: PipelineConfig) -> PipelineConfig:
-    """The pipeline with its http environment switched to recording (`--record`)."""
+@ENVIRONMENTS.register("mcp")
+def _mcp_environment(pipeline: PipelineConfig, tools: list[Tool]) -> Environment:
+    """MCP servers: replayed from `responses` unless `record` (`--record`) or no store is named;
+    then the servers are started (one set per worker, each with its per-sample sandbox)."""
+    from fcbench.config import SandboxConfig
+    from fcbench.environments.mcp_env import McpEnvironment, McpServer
+
     settings = pipeline.environment
-    if settings is None or settings.kind != "http":
-        raise UserError(f"pipeline {pipeline.name!r}: --record needs an `http` environment")
+    assert settings is not None and settings.servers  # the config guarantees `servers` for this kind
+    base = pipeline.resolve(".")
+    servers = {name: McpServer.from_config(name, config, base) for name, config in settings.servers.items()}
+    sandbox = settings.sandbox or SandboxConfig()
+    seed = pipeline.resolve(sandbox.seed) if sandbox.seed else None
+    if seed is not None and not seed.is_dir():
+        raise UserError(f"pipeline {pipeline.name!r}: environment.sandbox.seed {seed} is not a folder")
+    store = pipeline.resolve(settings.responses) if settings.responses else None
+    try:
+        return McpEnvironment(tools, servers, store_path=store, record=settings.record, seed=seed,
+                              aliases=sandbox.aliases, workers=settings.workers, timeout=settings.timeout_s,
+                              log_dir=pipeline.build_dir / "mcp-logs")
+    except (OSError, ValueError) as exc:
+        raise UserError(f"pipeline {pipeline.name!r}: {exc}") from None
+
+
+def with_recording(pipeline: PipelineConfig) -> PipelineConfig:
+    """The pipeline with its http or mcp environment switched to recording (`--record`)."""
+    settings = pipeline.environment
+    if settings is None or settings.kind not in ("http", "mcp"):
+        raise UserError(f"pipeline {pipeline.name!r}: --record needs an `http` or `mcp` environment")
     settings.record = True
     return pipeline
 

@@ -41,6 +41,9 @@ class RecordedCall:
     name: str
     arguments: Mapping[str, Any]
     response: Any
+    # the state the call was made in, for a stateful tool server: a digest of the same sample's
+    # earlier calls to it (fcbench.environments.mcp_results.state_key); "" for a stateless call
+    state: str = ""
 
 
 class RecordedStore:
@@ -59,27 +62,28 @@ class RecordedStore:
         self.conflicts = 0  # same call recorded again with a different response (the first is kept)
         self.unresolved = 0  # sample calls skipped because a reference could not be resolved
 
-    def key(self, name: str, arguments: Mapping[str, Any]) -> str:
+    def key(self, name: str, arguments: Mapping[str, Any], state: str = "") -> str:
         schema = self.schemas.get(name)
         coercer = self._coercers.get(name)
         if coercer is None:
             coercer = self._coercers[name] = ArgumentCoercer(schema)
-        return canonical_call_key(name, arguments, schema, coercer)
+        key = canonical_call_key(name, arguments, schema, coercer)
+        return f"{key}@{state}" if state else key
 
-    def add(self, name: str, arguments: Mapping[str, Any], response: Any) -> bool:
+    def add(self, name: str, arguments: Mapping[str, Any], response: Any, state: str = "") -> bool:
         """Record a response; False (and counted) when the call already had a different one."""
-        key = self.key(name, arguments)
+        key = self.key(name, arguments, state)
         known = self.calls.get(key)
         if known is not None:
             if known.response != response:
                 self.conflicts += 1
                 return False
             return True
-        self.calls[key] = RecordedCall(name, dict(arguments), response)
+        self.calls[key] = RecordedCall(name, dict(arguments), response, state)
         return True
 
-    def lookup(self, name: str, arguments: Mapping[str, Any]) -> RecordedCall | None:
-        return self.calls.get(self.key(name, arguments))
+    def lookup(self, name: str, arguments: Mapping[str, Any], state: str = "") -> RecordedCall | None:
+        return self.calls.get(self.key(name, arguments, state))
 
     def __len__(self) -> int:
         return len(self.calls)
@@ -105,7 +109,8 @@ class RecordedStore:
     def save(self, path: str | Path) -> None:
         """Write the store as JSON, calls sorted by key (same recording, same bytes)."""
         calls = [
-            {"name": call.name, "arguments": call.arguments, "response": call.response}
+            {"name": call.name, "arguments": call.arguments, **({"state": call.state} if call.state else {}),
+             "response": call.response}
             for _, call in sorted(self.calls.items())
         ]
         write_json(path, {"format": STORE_FORMAT, "calls": calls}, indent=1)
@@ -117,7 +122,7 @@ class RecordedStore:
             raise ValueError(f"{path}: not a recorded-calls file (expected format {STORE_FORMAT!r})")
         store = cls(tools)
         for item in data["calls"]:
-            store.add(item["name"], item["arguments"], item["response"])
+            store.add(item["name"], item["arguments"], item["response"], item.get("state") or "")
         return store
 
 
@@ -227,8 +232,9 @@ class RecordingJournal:
         store = load_store_and_journal(store_path, tools)
         return store, cls(store_path, store)
 
-    def append(self, name: str, arguments: Mapping[str, Any], response: Any) -> None:
-        line = json.dumps({"name": name, "arguments": arguments, "response": response}, ensure_ascii=False)
+    def append(self, name: str, arguments: Mapping[str, Any], response: Any, state: str = "") -> None:
+        record = {"name": name, "arguments": arguments, **({"state": state} if state else {}), "response": response}
+        line = json.dumps(record, ensure_ascii=False)
         with self._lock:
             if self._file is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -265,5 +271,5 @@ def load_store_and_journal(store_path: str | Path, tools: Iterable["Tool"] | Map
             except ValueError:
                 continue
             if isinstance(item, dict) and {"name", "arguments", "response"} <= item.keys():
-                store.add(item["name"], item["arguments"], item["response"])
+                store.add(item["name"], item["arguments"], item["response"], item.get("state") or "")
     return store

@@ -38,6 +38,15 @@ def environment_reads(pipeline: PipelineConfig) -> tuple[Read, ...]:
     if environment.kind in ("recorded", "http") and not environment.record:
         return (configured_file(pipeline, "environment.responses", environment.responses,
                                 "recorded store (record it first with --record)"),)
+    if environment.kind == "mcp":  # live servers, or their recording replayed; a sandbox seeded from a folder
+        reads = []
+        if environment.responses and not environment.record:
+            reads.append(configured_file(pipeline, "environment.responses", environment.responses,
+                                         "recorded store (record it first with --record)"))
+        if environment.sandbox is not None and environment.sandbox.seed:
+            reads.append(configured_file(pipeline, "environment.sandbox.seed", environment.sandbox.seed,
+                                         "sandbox seed folder"))
+        return tuple(reads)
     return ()
 
 

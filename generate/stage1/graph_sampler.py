@@ -25,6 +25,17 @@
    phrase templates, openers and joins), drawn from a generator of their own so the plan does not
    depend on them. A query the text lint (`fcbench.checks.query_text`) finds fault with, or that a
    phrase file says cannot be asked for ("-"), is no draft.
+
+Tools whose outputs share names but not meanings (every MCP filesystem tool answers `content`) are
+chained by what the dataset declares instead (`feeds.json` beside the tools, `load_declared_feeds`):
+then only the declared feeds link tools. A declared feed may target a value inside a list argument
+(`create_entities.entities[0].observations[0]`, `fcbench.argument_paths`): the list is then built
+with one entry, whose required fields are filled like parameters. A parameter both a pool and a
+declared feed can fill is fed in the goal call and in half of the others. The phrase file's
+reference phrases (`write_file.content<read_text_file = the text of {path}`, the query writer's
+`PhraseBook.references`) say what an argument reads in words, from the source's own arguments; a
+source every reader names that way needs no clause of its own ("Save the text of docs/brief.md to
+notes/copy.md" is two calls).
 Everything random takes a `random.Random` seeded by the caller: the same seed gives the same drafts.
 """
 
@@ -37,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from fcbench.argument_paths import argument_schema, is_argument_path, nest_arguments
 from fcbench.checks.constraints import PickSpec, choose_pick, parse_path as parse_field_path
 from fcbench.environments import Environment
 from fcbench.checks.grounding import ungrounded_values
@@ -45,8 +57,8 @@ from fcbench.references import format_reference
 from fcbench.resolve import walk_path
 from fcbench.sample import Call, Sample, Tool
 from generate.slots import UNSAID_FIELD, WORDS_FIELD, Slot, SlotUse, ValuePools
-from generate.stage1.query_writer import (ClauseRequest, PhraseBook, Unsayable, fill_phrase, result_noun,
-                                          write_clause, write_query)
+from generate.stage1.query_writer import (ClauseRequest, PhraseBook, Unsayable, fill_phrase, placeholders, result_noun,
+                                          say_literal, write_clause, write_query)
 
 DEFAULT_PHRASES = Path(__file__).resolve().parents[1] / "prompts" / "graph_sampler_phrases.txt"
 ORDINALS = ["first", "second", "third"]
@@ -55,6 +67,7 @@ NEAR_KINDS = frozenset({"landmark", "airport"})  # places one is near, not in
 GENERIC_NOUNS = frozenset({"place", "result", "entry", "location"})
 PICK_AMONG = len(ORDINALS)  # entries of a result list a draft may pick
 OPTIONAL_CHANCE = 0.4  # an optional argument the pools can fill is set this often (a constraint)
+FEED_OPTIONAL_CHANCE = 0.5  # a parameter a pool and a declared feed can fill is fed this often (below the goal)
 MAX_OPTIONAL = 2  # constraints per call, so a clause stays readable
 GENERAL_DOMAIN = "general"
 # output names too generic to feed a parameter unless the source says what they identify
@@ -124,17 +137,35 @@ def example_fields(value: Any, prefix: tuple[str | None, ...] = ()) -> list[Outp
     return [OutputField(prefix, kind)]
 
 
-def output_fields(schema: Any, prefix: tuple[str | None, ...] = ()) -> list[OutputField]:
-    """Every leaf of a `returns` JSON Schema, with its path."""
+def output_fields(schema: Any, prefix: tuple[str | None, ...] = (), root: Any = None,
+                  followed: frozenset[str] = frozenset()) -> list[OutputField]:
+    """Every leaf of a `returns` JSON Schema, with its path. Local `$ref`s (`#/$defs/TimeResult`,
+    as MCP servers write output schemas) are followed, each once per branch."""
     if not isinstance(schema, dict):
         return []
+    root = schema if root is None else root
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/") and ref not in followed:
+        target = _schema_pointer(root, ref)
+        if target is not None:
+            return output_fields(target, prefix, root, followed | {ref})
     kind = _first_type(schema.get("type"))
     if kind == "object" or "properties" in schema:
         return [leaf for name, sub in (schema.get("properties") or {}).items()
-                for leaf in output_fields(sub, prefix + (name,))]
+                for leaf in output_fields(sub, prefix + (name,), root, followed)]
     if kind == "array":
-        return output_fields(schema.get("items"), prefix + (None,))
+        return output_fields(schema.get("items"), prefix + (None,), root, followed)
     return [OutputField(prefix, kind)] if prefix else []
+
+
+def _schema_pointer(root: Any, ref: str) -> Any:
+    node = root
+    for part in ref[2:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
 
 
 def _first_type(kind: Any) -> str | None:
@@ -332,6 +363,7 @@ class FedGroup:
     words: tuple[str, ...]
     parameters: tuple[str, ...]
     feeds: Mapping[str, list[Feed]]  # parameter -> its possible feeds
+    optional: bool = False  # a value pool can fill it too (declared feeds): fed in goals, else now and then
 
     def sources(self) -> list[str]:
         """Tools that can feed every parameter of the group, in catalog order."""
@@ -346,11 +378,51 @@ class FedGroup:
 
 
 @dataclass(frozen=True)
+class Leaf:
+    """One value a call needs: a required parameter, or a required field of the one entry a list
+    argument gets when the dataset names a path into it (`entities[0].name`)."""
+
+    name: str
+    schema: Mapping[str, Any]
+
+
+def parameter_leaves(tool: Tool, named: set[str] | frozenset[str] = frozenset()) -> list[Leaf]:
+    """The values a call of `tool` needs, in the order its schema requires them. A required list
+    is opened into its first entry only where `named` (paths the pools or declared feeds give)
+    reaches into it; otherwise it is one value, as before."""
+    properties = tool.parameters.get("properties") or {}
+    return [leaf for name in tool.parameters.get("required") or []
+            for leaf in _leaves(name, properties.get(name) or {}, named)]
+
+
+def _leaves(path: str, schema: Mapping[str, Any], named: set[str] | frozenset[str]) -> list[Leaf]:
+    entry = f"{path}[0]"
+    items = schema.get("items")
+    if _first_type(schema.get("type")) == "array" and isinstance(items, dict) and \
+            any(name == entry or name.startswith((entry + ".", entry + "[")) for name in named):
+        if _first_type(items.get("type")) == "object" or "properties" in items:
+            fields = items.get("properties") or {}
+            return [leaf for field_name in items.get("required") or []
+                    for leaf in _leaves(f"{entry}.{field_name}", fields.get(field_name) or {}, named)]
+        return [Leaf(entry, items)]
+    return [Leaf(path, schema)]
+
+
+def leaf_schema(tool: Tool, name: str) -> Mapping[str, Any]:
+    """The schema of a parameter, or of the value at an argument path."""
+    return argument_schema(tool.parameters, name)
+
+
+@dataclass(frozen=True)
 class FeedGraph:
     tools: dict[str, Tool]
     groups: dict[str, list[FedGroup]]  # tool -> the groups of its fed parameters
     unfillable: dict[str, list[str]]  # tool -> required parameters nothing fills
+    leaves: dict[str, list[Leaf]] = field(default_factory=dict)  # tool -> the values a call needs
     chains: dict[str, int] = field(default_factory=dict, compare=False, repr=False)  # `chain_lengths`, once
+
+    def leaves_of(self, tool: str) -> list[Leaf]:
+        return self.leaves.get(tool) or parameter_leaves(self.tools[tool])
 
     def plannable(self, tool: str) -> bool:
         return not self.unfillable.get(tool)
@@ -446,20 +518,35 @@ def _feeds_for(tool: Tool, parameter: str, schema: Mapping[str, Any], catalog: S
     return found
 
 
-def build_feed_graph(catalog: Sequence[Tool], pools: ValuePools, progress: Callable[[], None] | None = None) -> FeedGraph:
+def build_feed_graph(catalog: Sequence[Tool], pools: ValuePools, declared: "DeclaredFeeds | None" = None,
+                     progress: Callable[[], None] | None = None) -> FeedGraph:
     """`progress` is called once per tool linked (stage1 shows it on a large catalog)."""
     fields_of = {tool.name: response_fields(tool.returns) for tool in catalog}
     index = OutputIndex.of(catalog, fields_of)
     groups: dict[str, list[FedGroup]] = {}
     unfillable: dict[str, list[str]] = {}
+    leaves: dict[str, list[Leaf]] = {}
     for tool in catalog:
-        properties = tool.parameters.get("properties") or {}
+        if progress is not None:
+            progress()
         covered = pools.covered_arguments(tool.name)
+        named = covered | (declared.targets(tool.name) if declared is not None else set())
+        leaves[tool.name] = parameter_leaves(tool, named)
+        if declared is not None:  # only what the dataset declares links tools
+            groups[tool.name] = []
+            for leaf in leaves[tool.name]:
+                feeds = declared.feeds_to(tool.name, leaf.name)
+                if feeds:
+                    group = FedGroup((leaf.name,), (leaf.name,), {leaf.name: feeds}, optional=leaf.name in covered)
+                    groups[tool.name].append(group)
+                elif leaf.name not in covered and _fallback_literal(leaf.schema, random.Random(0)) is None:
+                    unfillable.setdefault(tool.name, []).append(leaf.name)
+            continue
         by_words: dict[tuple[str, ...], dict[str, list[Feed]]] = {}
-        for parameter in tool.parameters.get("required") or []:
+        for leaf in leaves[tool.name]:
+            parameter, schema = leaf.name, leaf.schema
             if parameter in covered:
                 continue
-            schema = properties.get(parameter) or {}
             options = _feeds_for(tool, parameter, schema, catalog, fields_of, index)
             if not options:
                 if _fallback_literal(schema, random.Random(0)) is None:
@@ -469,9 +556,71 @@ def build_feed_graph(catalog: Sequence[Tool], pools: ValuePools, progress: Calla
             by_words.setdefault(words, {})[parameter] = options[words]
         groups[tool.name] = [FedGroup(words, tuple(feeds), feeds) for words, feeds in by_words.items()]
         groups[tool.name] = [group for group in groups[tool.name] if group.sources()]
-        if progress is not None:
-            progress()
-    return FeedGraph({tool.name: tool for tool in catalog}, groups, unfillable)
+    return FeedGraph({tool.name: tool for tool in catalog}, groups, unfillable, leaves)
+
+
+class DeclaredFeedsError(ValueError):
+    """A feeds file that names a tool, parameter or output field the catalog does not have."""
+
+
+@dataclass(frozen=True)
+class DeclaredFeeds:
+    """`feeds.json`: which output field may feed which parameter (or value inside a list
+    argument). `{"feeds": [{"to": "write_file.content", "from": ["read_text_file.content",
+    "convert_time.target.datetime"]}]}`; an output path writes `[]` for an entry of a list."""
+
+    feeds: Mapping[tuple[str, str], list[Feed]]  # (tool, parameter or path) -> its feeds
+
+    def targets(self, tool: str) -> set[str]:
+        return {name for owner, name in self.feeds if owner == tool}
+
+    def feeds_to(self, tool: str, name: str) -> list[Feed]:
+        return list(self.feeds.get((tool, name), []))
+
+
+def declared_feeds_from_dict(data: Any, catalog: Sequence[Tool], source: str = "feeds") -> DeclaredFeeds:
+    tools = {tool.name: tool for tool in catalog}
+    if not isinstance(data, dict) or not isinstance(data.get("feeds"), list):
+        raise DeclaredFeedsError(f"{source}: expected an object with a 'feeds' list")
+    fields_of: dict[str, dict[str, OutputField]] = {}
+    feeds: dict[tuple[str, str], list[Feed]] = {}
+    for index, entry in enumerate(data["feeds"]):
+        where = f"{source}: feeds[{index}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("to"), str) or \
+                not isinstance(entry.get("from"), list) or not entry["from"]:
+            raise DeclaredFeedsError(f"{where}: expected {{\"to\": \"TOOL.parameter\", \"from\": [\"TOOL.output.path\", ...]}}")
+        tool_name, _, target = entry["to"].partition(".")
+        if tool_name not in tools or not target:
+            raise DeclaredFeedsError(f"{where}: {entry['to']!r} names no tool of the catalog")
+        schema = leaf_schema(tools[tool_name], target)
+        if not schema:
+            raise DeclaredFeedsError(f"{where}: {tool_name} has no parameter {target!r}")
+        for text in entry["from"]:
+            source_name, _, path = str(text).partition(".")
+            if source_name not in tools or source_name == tool_name:
+                raise DeclaredFeedsError(f"{where}: {text!r} names no other tool of the catalog")
+            known = fields_of.setdefault(source_name, {f.text(): f for f in response_fields(tools[source_name].returns)})
+            output = known.get(path)
+            if output is None:
+                raise DeclaredFeedsError(f"{where}: {source_name} declares no output {path!r} "
+                                         f"(its outputs: {', '.join(sorted(known)) or 'none'})")
+            if not _types_agree(schema, output.type):
+                raise DeclaredFeedsError(f"{where}: {text} is {output.type}, {entry['to']} takes {schema.get('type')}")
+            feeds.setdefault((tool_name, target), []).append(Feed(source_name, output, False))
+    return DeclaredFeeds(feeds)
+
+
+def load_declared_feeds(path: Path, catalog: Sequence[Tool]) -> DeclaredFeeds | None:
+    """The dataset's feeds file, or None when it has none (tools are then linked by name)."""
+    import json
+
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise DeclaredFeedsError(f"{path}: not valid JSON ({exc})") from None
+    return declared_feeds_from_dict(data, catalog, str(path))
 
 
 def _fallback_literal(schema: Mapping[str, Any], rng: random.Random) -> Any:
@@ -546,8 +695,15 @@ def place_groups(pools: ValuePools) -> list[str]:
     return sorted({g for slot in pools.slots.values() for value in slot.values if (g := slot.group_of(value))})
 
 
-def _slot_value(ctx: DraftContext, slot: Slot, city: str | None) -> dict[str, Any]:
+def _slot_value(ctx: DraftContext, slot: Slot, city: str | None, goal: int = 0) -> dict[str, Any]:
     if not slot.is_place and not slot.distinct:
+        if slot.per_goal:  # one value per request of the draft, another than the other requests' when it can
+            key = f"{slot.name}#{goal}"
+            if key not in ctx.values:
+                used = [value for name, value in ctx.values.items() if name.split("#")[0] == slot.name]
+                options = [value for value in slot.values if value not in used] or slot.values
+                ctx.values[key] = options[ctx.rng.randrange(len(options))]
+            return ctx.values[key]
         if slot.name not in ctx.values:
             ctx.values[slot.name] = slot.values[ctx.rng.randrange(len(slot.values))]
         return ctx.values[slot.name]
@@ -563,8 +719,12 @@ def _place_key(slot: Slot, value: Mapping[str, Any]) -> str:
     return f"{slot.name}:{sorted(value.items())}"
 
 
+def _allowed_sources(ctx: DraftContext, group: FedGroup, ancestors: set[str]) -> list[str]:
+    return [s for s in group.sources() if s in ctx.allowed and s not in ancestors and ctx.graph.plannable(s)]
+
+
 def _choose_source(ctx: DraftContext, tool: str, group: FedGroup, ancestors: set[str]) -> str:
-    sources = [s for s in group.sources() if s in ctx.allowed and s not in ancestors and ctx.graph.plannable(s)]
+    sources = _allowed_sources(ctx, group, ancestors)
     if not sources:
         raise PlanFailed(f"no allowed tool feeds {tool}.{'/'.join(group.parameters)}")
     own_domain = tool_domain(ctx.graph.tools[tool])
@@ -584,6 +744,12 @@ def plan_call(ctx: DraftContext, tool: str, city: str | None, goal: int, ancesto
     if len(groups) > 1:
         journey = ctx.journeys[tool] if tool in ctx.journeys else ctx.rng.random() < 0.5
     for position, group in enumerate(groups):
+        if group.optional:
+            # a goal reads what it was chosen to read (when the draft offers a source); a source may
+            # take a pool's value instead
+            if not _allowed_sources(ctx, group, set(ancestors) | {tool}) or \
+                    (ancestors and ctx.rng.random() >= FEED_OPTIONAL_CHANCE):
+                continue
         source = _choose_source(ctx, tool, group, set(ancestors) | {tool})
         source_city = ctx.home_city if journey and position == 0 else city
         index = plan_call(ctx, source, source_city, goal, ancestors | {tool})
@@ -600,18 +766,18 @@ def plan_call(ctx: DraftContext, tool: str, city: str | None, goal: int, ancesto
 
 
 def _choose_literals(ctx: DraftContext, node: PlanNode, city: str | None) -> None:
-    tool = ctx.graph.tools[node.tool]
-    properties = tool.parameters.get("properties") or {}
     fed = {p for f in node.fed for p in f.fields}
     uses = [(slot, use) for slot, use in ctx.pools.uses_for(node.tool) if not set(use.arguments) & fed]
     place_values: list[tuple[Slot, SlotUse, dict[str, Any]]] = []
-    required = list(tool.parameters.get("required") or [])
+    leaves = ctx.graph.leaves_of(node.tool)
+    schema_of = {leaf.name: leaf.schema for leaf in leaves}
+    required = [leaf.name for leaf in leaves]
     for parameter in required:
         if parameter in fed or parameter in node.literals:
             continue
         options = [(s, u) for s, u in uses if parameter in u.arguments and not set(u.arguments) & set(node.literals)]
         if not options:
-            value = _fallback_literal(properties.get(parameter) or {}, ctx.rng)
+            value = _fallback_literal(schema_of.get(parameter) or {}, ctx.rng)
             if value is None:
                 raise PlanFailed(f"nothing fills {node.tool}.{parameter}")
             node.literals[parameter] = value
@@ -619,7 +785,7 @@ def _choose_literals(ctx: DraftContext, node: PlanNode, city: str | None) -> Non
         # a slot the draft already uses goes first: the flight leaves on the first day of the hotel stay
         options = [(s, u) for s, u in options if s.name in ctx.values] or options
         slot, use = options[ctx.rng.randrange(len(options))]
-        value = _slot_value(ctx, slot, city)
+        value = _slot_value(ctx, slot, city, node.goal)
         if value.get(UNSAID_FIELD):
             raise PlanFailed(f"{node.tool}.{parameter} would hold {slot.name} value no query says")
         node.literals.update({arg: value[f] for arg, f in use.arguments.items()})
@@ -638,7 +804,7 @@ def _choose_literals(ctx: DraftContext, node: PlanNode, city: str | None) -> Non
             continue
         if ctx.rng.random() >= OPTIONAL_CHANCE:
             continue
-        value = _slot_value(ctx, slot, city)
+        value = _slot_value(ctx, slot, city, node.goal)
         if value.get(UNSAID_FIELD):
             continue  # an API code no query says: not a constraint a user states
         candidate = {arg: value[f] for arg, f in use.arguments.items()}
@@ -715,7 +881,7 @@ def _resolve_group(ctx: DraftContext, node: PlanNode, group: FedArguments,
         except (LookupError, TypeError):
             raise PlanFailed(f"{source.tool} response has no {output.text()}") from None
         references[parameter] = format_reference(source.label, path)
-        schema = (ctx.graph.tools[node.tool].parameters.get("properties") or {}).get(parameter) or {}
+        schema = leaf_schema(ctx.graph.tools[node.tool], parameter)
         if is_list_parameter(schema):  # one id for a list of ids
             references[parameter], values[parameter] = [references[parameter]], [values[parameter]]
     return references, values
@@ -760,8 +926,8 @@ def execute_plan(ctx: DraftContext, environment: Environment) -> list[list[Call]
                 references, values = _resolve_group(ctx, node, group, outputs)
                 arguments.update(references)
                 resolved.update(values)
-            written.append(_ordered(ctx.graph.tools[node.tool], arguments))
-            sent.append((node.tool, resolved))
+            written.append(_arguments_of(ctx.graph, node.tool, arguments))
+            sent.append((node.tool, _arguments_of(ctx.graph, node.tool, resolved)))
         outcomes = environment.call_step(sent)
         calls = []
         for node, arguments, outcome in zip(step, written, outcomes):
@@ -779,16 +945,27 @@ def _ordered(tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]:
     return dict(sorted(arguments.items(), key=lambda item: order.index(item[0]) if item[0] in order else len(order)))
 
 
+def _arguments_of(graph: FeedGraph, tool: str, values: dict[str, Any]) -> dict[str, Any]:
+    """The call's arguments from its values by parameter or path (`entities[0].name`): paths are
+    nested into the list arguments they fill, in the order the schema requires them."""
+    if not any(is_argument_path(name) for name in values):
+        return _ordered(graph.tools[tool], values)
+    order = [leaf.name for leaf in graph.leaves_of(tool)]
+    ranked = sorted(values.items(), key=lambda item: order.index(item[0]) if item[0] in order else len(order))
+    return _ordered(graph.tools[tool], nest_arguments(dict(ranked)))
+
+
 # ------------------------------------------------------------------------------------ the query
 def render_query(ctx: DraftContext, rng: random.Random) -> str:
     """One clause per call the user asks for (lookups left implicit: their name appears where their
     result is used), chains of one goal joined, the goals' chains as separate wishes; the words
     are the query writer's (`generate.stage1.query_writer`), every choice from `rng`."""
     consumed = {f.source for node in ctx.nodes for f in node.fed}
+    spoken = _named_by_readers(ctx)
     chains: dict[int, list[PlanNode]] = {}
     for index in sorted(range(len(ctx.nodes)), key=lambda i: (ctx.nodes[i].depth, i)):
         node = ctx.nodes[index]
-        if index in consumed and node.subject is not None:
+        if index in consumed and (node.subject is not None or index in spoken):
             continue  # a lookup: the user names the place where its result is used
         chains.setdefault(node.goal, []).append(node)
     ordered = [chains[goal] for goal in sorted(chains)]  # a call's sources are of its own goal's chain
@@ -798,24 +975,42 @@ def render_query(ctx: DraftContext, rng: random.Random) -> str:
                         for chain in ordered], rng)
 
 
+def _named_by_readers(ctx: DraftContext) -> set[int]:
+    """Calls whose every reader names them by a reference phrase that states all their arguments
+    ("the text of {path}"): their own clause would say the same again."""
+    readers: dict[int, list[tuple[PlanNode, str]]] = {}
+    for node in ctx.nodes:
+        for group in node.fed:
+            readers.setdefault(group.source, []).extend((node, parameter) for parameter in group.fields)
+    spoken = set()
+    for index, uses in readers.items():
+        source = ctx.nodes[index]
+        arguments = set(source.literals) | {p for group in source.fed for p in group.fields}
+        phrases = [ctx.phrases.references.get((reader.tool, parameter, source.tool)) for reader, parameter in uses]
+        if all(phrase is not None and arguments <= set(placeholders(phrase)) for phrase in phrases):
+            spoken.add(index)
+    return spoken
+
+
 def _clause_request(ctx: DraftContext, node: PlanNode) -> ClauseRequest:
     fed_from = {p: ctx.nodes[f.source] for f in node.fed for p in f.fields}
 
     def refer(parameter: str, extra: list[str]) -> str | None:
         if parameter not in fed_from:
             return None
-        text, kind = _say_reference(ctx, fed_from[parameter], node, extra)
+        text, kind = _say_reference(ctx, fed_from[parameter], node, extra, parameter)
         if node.said_as is None:  # the first thing it reads is what the call is about
             node.said_as, node.said_kind = text, kind
         return text
 
     def kind_of(parameter: str, extra: list[str]) -> str | None:
-        return _say_reference(ctx, fed_from[parameter], node, extra)[1] if parameter in fed_from else None
+        return _say_reference(ctx, fed_from[parameter], node, extra, parameter)[1] if parameter in fed_from else None
 
     # the kind of place each argument names, for the phrasings' conditions (a lookup's slot: a
     # reference to a place said by name)
     kinds = dict(node.kinds)
-    kinds.update({p: kind for p, source in fed_from.items() if (kind := _say_reference(ctx, source, node, ["place"])[1])})
+    kinds.update({p: kind for p, source in fed_from.items()
+                  if (kind := _say_reference(ctx, source, node, ["place"], p)[1])})
     return ClauseRequest(ctx.graph.tools[node.tool], dict(node.literals), list(node.optional), refer=refer, kinds=kinds,
                          words=dict(node.words), kind_of=kind_of)
 
@@ -831,14 +1026,30 @@ def _where(ctx: DraftContext, node: PlanNode) -> str | None:
         ctx.describing.discard(id(node))
 
 
-def _say_reference(ctx: DraftContext, source: PlanNode, reader: PlanNode, extra: list[str]) -> tuple[str, str | None]:
+def _say_reference(ctx: DraftContext, source: PlanNode, reader: PlanNode, extra: list[str],
+                   parameter: str = "") -> tuple[str, str | None]:
     """How the user names what an argument reads, and what kind of thing it is (a place's value
     pool slot, else the result noun of the tool it comes from: "hotel"; a phrasing may depend on
     it): the place they gave; "the second hotel" or the constraint that
     picks the entry of a result list; for a single result, "that flight" when it is the clause
     just before (never "that place": which place?), else what named it ("the second attraction",
     "Hyde Park"). An ordinal or a
-    constraint over a list says which list when the query asks for two of that kind."""
+    constraint over a list says which list when the query asks for two of that kind. A dataset's
+    reference phrase for the argument (`write_file.content<read_text_file = the text of {path}`)
+    comes first: said from the source's own arguments, `{nth}` the entry the reader picked."""
+    phrase = ctx.phrases.references.get((reader.tool, parameter, source.tool))
+    if phrase is not None:
+        request = _clause_request(ctx, source)
+
+        def say_source(name: str, parts: list[str]) -> str:
+            if name == "nth":
+                return ORDINALS[reader.picked] if reader.picked is not None else ORDINALS[0]
+            reference = request.refer(name, parts)
+            if reference is not None:
+                return reference
+            return say_literal(request.tool, name, request.literals.get(name), parts, request.words.get(name))
+
+        return fill_phrase(phrase, request, say_source), ctx.phrases.nouns.get(source.tool)
     if source.subject is not None:
         return source.subject, source.subject_kind
     noun = ctx.phrases.nouns.get(source.tool) or (extra[0] if extra else result_noun(ctx.graph.tools[source.tool]))

@@ -14,6 +14,12 @@ The phrase file (`generate/prompts/graph_sampler_phrases.txt`, or a dataset's ow
     TOOL@result = noun                     what an entry of the tool's results is ("the second hotel")
     TOOL@where = words                     which of the tool's result lists, when a query asks for
                                            two lists of one noun ("the first hotel in {cityCode}")
+    TOOL.parameter<SOURCE = words          how the user names what the argument reads from an
+                                           earlier call of SOURCE, said from that call's own
+                                           arguments ("write_file.content<read_text_file = the
+                                           text of {path}"; `{nth}`: the entry picked, "second");
+                                           a call every reader names this way by all its
+                                           arguments gets no clause of its own. One phrase a key.
     TOOL[parameter:kind|kind] = clause     used instead when the argument's place is of that kind
                                            (the value pool slot it came from: "hotels near" a
                                            landmark, "hotels in" a city) or the argument is that
@@ -26,7 +32,9 @@ The phrase file (`generate/prompts/graph_sampler_phrases.txt`, or a dataset's ow
 A key given on several lines has several phrasings; the writer picks one. Placeholders are the
 call's argument values as a user says them:
 
-    {param}                  the value (dates as "June 12, 2025", enum values in words)
+    {param}                  the value (dates as "June 12, 2025", enum values in words); param
+                             may be a path into a list argument ({entities[0].name},
+                             fcbench.argument_paths), in keys too (TOOL.entities[0].entityType)
     {param|noun}             an argument read from an earlier result: the name the user gave
                              ("Sydney"), "the second noun" for a picked entry, or what named it
     {param|singular|plural}  a count with its noun ("1 adult", "3 adults")
@@ -48,18 +56,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from fcbench.argument_paths import argument_schema
 from fcbench.sample import Tool
 from generate.slots import spell_date
 
 NOT_SAID = "-"  # a phrase that says nothing: the call (or optional value) cannot be asked for
 OPTIONAL_SLOT = "{+}"  # where a clause's optional fragments go (else at its end)
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][\w]*)(?:\|([^{}|]*))?(?:\|([^{}|]*))?\}")
+# {param}, {param|noun}, {param|singular|plural}; param may be a path into a list argument (entities[0].name)
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][\w]*(?:\[\d+\]|\.[A-Za-z_]\w*)*)(?:\|([^{}|]*))?(?:\|([^{}|]*))?\}")
 _PREPOSITION = re.compile(r"\{(in|at|near)~([A-Za-z_][\w]*)\}")
 # the preposition a place takes, by the kind of place (the value pool slot it came from)
 PREPOSITIONS = {"in": {"landmark": "near", "airport": "near"}, "at": {"city": "in"},
                 "near": {"city": "in central", "district": "in"}}
-_KEY = re.compile(r"^(?P<tool>[^\s\[\].@]+)(?:\[(?P<when>[^\]]*)\])?(?:\.(?P<parameter>[^\s@\[\]]+))?"
+_KEY = re.compile(r"^(?P<tool>[^\s\[\].@]+)(?:\[(?P<when>[^\]]*)\])?(?:\.(?P<parameter>[^\s@\[\]]+(?:\[\d+\][^\s@\[\]]*)*))?"
                   r"(?:\[(?P<when_after>[^\]]*)\])?(?:@(?P<noun>result|where))?$")
 SayArgument = Callable[[str, list[str]], str]  # (parameter, extra placeholder parts) -> text
 
@@ -84,6 +94,9 @@ class PhraseBook:
     fragments: dict[tuple[str, str], list[Phrase]] = field(default_factory=dict)  # (tool, parameter) -> phrasings
     nouns: dict[str, str] = field(default_factory=dict)  # tool -> what an entry of its results is
     wheres: dict[str, str] = field(default_factory=dict)  # tool -> which of its lists ("in {cityCode}")
+    # (reader tool, parameter, source tool) -> how the user names what the argument reads, from the
+    # source's arguments: `write_file.content<read_text_file = the text of {path}`
+    references: dict[tuple[str, str, str], str] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, text: str) -> "PhraseBook":
@@ -93,6 +106,9 @@ class PhraseBook:
             if not line or line.startswith("#") or "=" not in line:
                 continue
             key, template = (part.strip() for part in line.split("=", 1))
+            if "<" in key:
+                book._add_reference(key, template, number)
+                continue
             match = _KEY.match(key)
             if match is None:
                 raise ValueError(f"line {number}: {key!r} is not TOOL, TOOL.parameter, TOOL@result or TOOL[p:kind]")
@@ -111,6 +127,17 @@ class PhraseBook:
                 book.clauses.setdefault(tool, []).append(phrase)
         return book
 
+    def _add_reference(self, key: str, template: str, number: int) -> None:
+        reader, source = (part.strip() for part in key.split("<", 1))
+        match = _KEY.match(reader)
+        if match is None or not match.group("parameter") or match.group("when") or match.group("when_after") \
+                or match.group("noun") or not re.fullmatch(r"[^\s\[\].@<]+", source):
+            raise ValueError(f"line {number}: {key!r} is not TOOL.parameter<SOURCE_TOOL")
+        entry = (match.group("tool"), match.group("parameter"), source)
+        if entry in self.references:  # one phrase: a reader's clause and its source's both depend on it
+            raise ValueError(f"line {number}: {key!r} is given twice (a reference has one phrase)")
+        self.references[entry] = template
+
     @classmethod
     def load(cls, path: Path) -> "PhraseBook":
         return cls.parse(path.read_text(encoding="utf-8"))
@@ -124,8 +151,9 @@ class PhraseBook:
 
     def fragment_phrases(self, tool: Tool, parameter: str, kinds: Mapping[str, str]) -> list[str]:
         phrases = _applicable(self.fragments.get((tool.name, parameter), []), kinds)
-        if not phrases:
-            return [f"with {' '.join(_name_words(parameter))} {{{parameter}}}"]
+        if not phrases:  # (a path into a list argument is named by its last key: "entities[0].entityType")
+            name = re.sub(r"\[\d+\]", "", parameter).split(".")[-1] if re.search(r"\[\d+\]", parameter) else parameter
+            return [f"with {' '.join(_name_words(name))} {{{parameter}}}"]
         return [] if any(p == NOT_SAID for p in phrases) else phrases
 
     def states_constraint(self, tool: Tool, arguments: Mapping[str, Any], words: Mapping[str, str] | None = None) -> bool:
@@ -211,7 +239,7 @@ def say_literal(tool: Tool, parameter: str, value: Any, extra: list[str], words:
     """A literal argument as a user says it: dates spelled, enum values in words (the value pool's
     `words` when they contain the value's own words, so grounding still reads it back: "business
     class"), a code of three capitals as written (USD), counts with their noun."""
-    schema = (tool.parameters.get("properties") or {}).get(parameter) or {}
+    schema = argument_schema(tool.parameters, parameter)
     if isinstance(value, str) and _ISO_DATE.match(value):
         return spell_date(value)
     if isinstance(value, str) and (schema.get("enum") or (schema.get("items") or {}).get("enum")) \

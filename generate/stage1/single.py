@@ -39,8 +39,9 @@ from fcbench.runtime.progress import StageProgress, progress_of
 from fcbench.references import format_reference
 from fcbench.sample import Call, Provenance, Sample, Tool, path_shape, sample_to_dict
 from fcbench.checks.validate import validate_record
-from generate.stage1.graph_sampler import (DEFAULT_PHRASES, DraftRequest, FeedGraph, PhraseBook, PlanFailed, ToolSubset,
-                                    build_feed_graph, cross_domain_flags, pool_advice, propose_draft, sample_tool_subset, tool_domain)
+from generate.stage1.graph_sampler import (DEFAULT_PHRASES, DeclaredFeedsError, DraftRequest, FeedGraph, PhraseBook,
+                                           PlanFailed, ToolSubset, build_feed_graph, cross_domain_flags, load_declared_feeds,
+                                           pool_advice, propose_draft, sample_tool_subset, tool_domain)
 from generate.common import PROMPTS, in_windows, user_query_parser, value_pools_path
 from generate.slots import ValuePools, load_value_pools
 from fcbench.stage import PipelineContext, StageSummary
@@ -48,6 +49,7 @@ from fcbench.stage import PipelineContext, StageSummary
 QUERY_PROMPT = PROMPTS / "stage1_query.txt"
 SOLVE_PROMPT = PROMPTS / "stage1_solve.txt"
 PICK_RULES = "pick_rules.json"  # beside the tools: how a constraint may pick an entry (fcbench.checks.constraints)
+FEEDS = "feeds.json"  # beside the tools: which outputs feed which inputs, when names do not say it (graph_sampler)
 GRAPH_SAMPLER = "graph-sampler"
 MAX_ATTEMPTS = 24  # offline tries per draft (a plan may pick places a tool refuses together)
 WINDOW_DRAFTS = 64  # drafts made concurrently with an LLM (at least 4x its parallelism)
@@ -92,8 +94,12 @@ def run_stage1(pipeline: PipelineConfig, offline: bool = False, environment: Env
     tools = _catalog(pipeline)
     use_llm = not (offline or pipeline.stages.stage1.offline or pipeline.llm is None)
     pools = _value_pools(pipeline, required=not use_llm)
+    try:
+        declared = load_declared_feeds(pipeline.dataset_path / FEEDS, tools)
+    except DeclaredFeedsError as exc:
+        raise UserError(str(exc)) from None
     with StageProgress("stage1 feed graph (tools linked)", len(tools)) as linking:
-        graph = build_feed_graph(tools, pools, progress=linking.advance)
+        graph = build_feed_graph(tools, pools, declared, progress=linking.advance)
     paths = Stage1Paths.in_dir(pipeline.build_dir)
     with StagedFile(paths.drafts) as drafts, StagedFile(paths.rejects) as rejects:
         written = _Written(drafts, rejects)
@@ -237,7 +243,8 @@ def _offline_outcome(pipeline: PipelineConfig, index: int, subset: ToolSubset, t
         request = DraftRequest(subset.goals, frozenset(subset.tools), frozenset(subset.domains),
                                f"{pipeline.seed}:stage1:{index}:{attempt}", max_steps, dict(journeys))
         try:
-            proposed = propose_draft(request, graph, pools, phrases, environment, offered, picks)
+            with environment.for_sample() as sample_environment:  # a fresh sandbox per attempt (mcp)
+                proposed = propose_draft(request, graph, pools, phrases, sample_environment, offered, picks)
         except PlanFailed as exc:
             failures[str(exc)] += 1
             continue
@@ -326,7 +333,8 @@ class LLMDrafter:
         offered = [tool for tool in catalog if tool.name in subset.tools]
         try:
             query = await self._write_query(index, offered)
-            calls, final_text, failed = await self._solve(index, query, offered)
+            with self.environment.for_sample() as environment:  # the draft's calls see each other's effects only
+                calls, final_text, failed = await self._solve(index, query, offered, environment)
         except ItemRejected as reject:
             record = {"id": sample_id, "reason": reject.reason, "detail": reject.detail, "sampled_tools": list(subset.tools)}
             if reject.raw_text is not None:
@@ -359,7 +367,8 @@ class LLMDrafter:
             raise ItemRejected("stage1.unusable_query", outcome.reason, outcome.raw_text)
         return outcome.parsed
 
-    async def _solve(self, index: int, query: str, offered: Sequence[Tool]) -> tuple[list[list[Call]], str, list[str]]:
+    async def _solve(self, index: int, query: str, offered: Sequence[Tool],
+                     environment: Environment) -> tuple[list[list[Call]], str, list[str]]:
         """The function-calling loop: one step per answer with tool calls, until a text answer."""
         from fcbench.llm.client import ChatRequest, LLMRejection, assistant_message, tool_call_ids, tool_message
 
@@ -384,7 +393,7 @@ class LLMDrafter:
                 raise ItemRejected("stage1.max_steps", f"still calling tools after max_steps={max_steps} steps",
                               completion.raw_text)
             planned = [(call, _tool_arguments(call, names)) for call in completion.tool_calls]
-            outcomes = self.environment.call_step([(call.name, arguments) for call, arguments in planned])
+            outcomes = environment.call_step([(call.name, arguments) for call, arguments in planned])
             ids = tool_call_ids(completion.tool_calls, turn)
             messages.append(assistant_message(completion, ids))
             step = []

@@ -43,10 +43,15 @@ def _problems(tmp_path: Path, text: str) -> list[str]:
 
 def test_shipped_pipelines_file_declares_travel_nestful_math_and_amadeus():
     config = load_pipelines(REPO / "pipelines.yaml")
-    assert list(config.pipelines) == ["travel", "nestful-math", "amadeus", "travel-chat", "travel-chat-all", "travel-full"]
+    assert list(config.pipelines) == ["travel", "nestful-math", "amadeus", "travel-chat", "travel-chat-all", "travel-full",
+                                     "workspace"]
     every_type = config.get_pipeline("travel-chat-all").conversation
     assert set(every_type.complexities) == set(COMPLEXITIES) and len(COMPLEXITIES) == 13
     assert every_type.review.enabled and every_type.review.export_file
+    workspace = config.get_pipeline("workspace")  # over MCP servers, replayed unless --record
+    assert workspace.environment.kind == "mcp" and workspace.environment.record is False
+    assert set(workspace.environment.servers) == {"memory", "filesystem", "time"}
+    assert workspace.environment.servers["time"].stateful is False and workspace.environment.servers["memory"].stateful
     full = config.get_pipeline("travel-full")  # the 1,000-sample profile builds in its own folder
     assert full.build_dir != config.get_pipeline("travel").build_dir
     assert full.stages.stage3.variants * full.stages.stage2.select >= 1000
@@ -96,7 +101,7 @@ def test_several_problems_in_file_order(tmp_path):
     text = VALID + "      export:\n        ratios: {train: 0.5, test: 0.4}\n"
     text = text.replace("kind: python", "kind: shell").replace("queries: 40", "queries: 4.5")
     assert _problems(tmp_path, text) == [
-        "5: pipelines.travel.environment.kind: expected one of 'python', 'recorded', 'http' or 'simulated', got 'shell'",
+        "5: pipelines.travel.environment.kind: expected one of 'python', 'recorded', 'http', 'simulated' or 'mcp', got 'shell'",
         "10: pipelines.travel.stages.stage1.queries: expected an integer",
         "11: pipelines.travel.stages.export: split ratios must sum to 1, got 0.9",
     ]

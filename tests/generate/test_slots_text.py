@@ -33,6 +33,8 @@ def test_a_code_is_written_as_words_like_the_query_wrote_the_old_value() -> None
     assert render_like(span, "lowest_price", "trending") == "lowest price"
     assert render_like(span, "FIRST", "business") == "first"  # the query wrote BUSINESS as "business"
     assert render_like(span, "USD", "EUR") == "USD" and render_like(span, "Rome", "Paris") == "Rome"
+    # a time zone is an identifier the user types: never "america/sao paulo"
+    assert render_like(span, "America/Sao_Paulo", "America/New_York") == "America/Sao_Paulo"
     # and a code said in words is found again: the next substitution finds "lowest price"
     assert [(s.start, s.end, s.style) for s in find_value_text("showing the lowest price ones first", "sortBy",
                                                                  "lowest_price")] == [(12, 24, "spoken")]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -73,10 +74,12 @@ def help_examples() -> list[str]:
 
 def _copy_repository(tmp_path: Path) -> Path:
     copy = tmp_path / "repo"
-    ignored = shutil.ignore_patterns(".git", ".venv", ".venv-studio", ".prism", "build", "__pycache__", "*.egg-info",
+    ignored = shutil.ignore_patterns(".git", ".venv", ".venv-studio", ".prism", ".mcp", "build", "__pycache__", "*.egg-info",
                                      ".hypothesis", ".ruff_cache", ".pytest_cache", "node_modules")
     shutil.copytree(REPO, copy, ignore=ignored)
     (tmp_path / "shared").symlink_to(REPO.parent / "shared")
+    # the MCP servers installed by fcbench/environments/install_mcp_servers.sh (.ci/run runs it)
+    (copy / ".mcp").symlink_to(REPO / ".mcp")
     return copy
 
 
@@ -97,7 +100,7 @@ def test_every_help_example_runs_as_printed(tmp_path):
         for example in help_examples():
             if example in NOT_RUN:
                 continue
-            arguments = example.split()[1:]  # no example quotes an argument with spaces
+            arguments = shlex.split(example)[1:]  # as a shell splits it: `--mcp "COMMAND ARGS"` is one argument
             done = subprocess.run([str(BUILD_DATASET), *arguments], cwd=copy, env=environ, capture_output=True,
                                   text=True, timeout=600)
             ran += 1

@@ -57,6 +57,34 @@ def test_the_phrase_file_format() -> None:
         PhraseBook.parse("Search_Hotels[dest_id] = x")
 
 
+ENTITIES = Tool(name="create_entities", description="Create entities.", parameters={
+    "type": "object", "required": ["entities"], "properties": {"entities": {"type": "array", "items": {
+        "type": "object", "required": ["name", "entityType"], "properties": {
+            "name": {"type": "string"}, "entityType": {"type": "string", "enum": ["note", "weekly_digest"]}}}}}})
+
+
+def test_reference_phrases_and_values_inside_list_arguments() -> None:
+    """`READER.parameter<SOURCE` keys (how an argument names what it reads) and placeholders and
+    keys that are paths into a list argument (the mcp branch's phrase file, in the query writer)."""
+    book = PhraseBook.parse("""
+create_entities = remember {entities[0].name} as a new {entities[0].entityType}
+write_file.content<read_text_file = the text of {path}
+add_observations.observations[0].contents[0]<convert_time = the converted time
+""")
+    assert book.references == {("write_file", "content", "read_text_file"): "the text of {path}",
+                                ("add_observations", "observations[0].contents[0]", "convert_time"): "the converted time"}
+    request = ClauseRequest(ENTITIES, {"entities[0].name": "Friday recap", "entities[0].entityType": "weekly_digest"}, [])
+    # the enum value inside the list is said in words: the schema is found through the path
+    assert write_clause(request, book, random.Random(0)) == "remember Friday recap as a new weekly digest"
+    assert book.fragment_phrases(ENTITIES, "entities[0].entityType", {}) == ["with entity type {entities[0].entityType}"]
+    assert PhraseBook.parse("create_entities.entities[0].entityType = of kind {entities[0].entityType}").fragments[
+        ("create_entities", "entities[0].entityType")][0].template == "of kind {entities[0].entityType}"
+    with pytest.raises(ValueError, match="line 2.*given twice"):
+        PhraseBook.parse("a.b<c = x\na.b<c = y")
+    with pytest.raises(ValueError, match="line 1.*TOOL.parameter<SOURCE_TOOL"):
+        PhraseBook.parse("write_file<read_text_file = the text")
+
+
 def test_prepositions_follow_the_kind_of_place() -> None:
     rng = random.Random(0)
     texts = {write_clause(request("Louvre Museum", "landmark"), BOOK, random.Random(seed)) for seed in range(20)}
@@ -178,7 +206,7 @@ def test_the_travel_phrases_never_write_a_glitch(seed, place, kind, adults, curr
 
 
 @pytest.mark.parametrize("path", [DEFAULT_PHRASES, REPO / "datasets" / "travel-full" / "phrases.txt",
-                                  REPO / "datasets" / "amadeus" / "phrases.txt"])
+                                  REPO / "datasets" / "amadeus" / "phrases.txt", REPO / "datasets" / "workspace" / "phrases.txt"])
 def test_no_bundled_phrase_reads_wrong_on_its_own(path) -> None:
     """Every phrasing of every bundled file, its placeholders filled plainly, is lint-clean: no
     clause that starts with "and", no API spelling, no doubled word."""
@@ -186,6 +214,7 @@ def test_no_bundled_phrase_reads_wrong_on_its_own(path) -> None:
     assert book.clauses
     clauses = [p.template for phrases in book.clauses.values() for p in phrases if p.template != "-"]
     fragments = [p.template for phrases in book.fragments.values() for p in phrases if p.template != "-"]
+    fragments += list(book.references.values())  # said inside a clause, like a fragment
     for template in clauses + fragments:
         text = template.replace("{+}", "")
         for placeholder in set(re.findall(r"\{[^{}]+\}", text)):
