@@ -201,6 +201,7 @@ class PullSettings:
     from_export: Path | None = None  # a Label Studio export file instead of the server
     send_back: bool = False  # show failing tasks' problems to their annotators
     allow_stale: bool = False  # stage2: accept annotations made on other drafts
+    save_export: Path | None = None  # stage2: keep the export pulled from the server in this file (for `run`)
 
 
 @dataclass(frozen=True)

@@ -173,14 +173,19 @@ def pipeline_tools(pipeline: PipelineConfig, draft_tools: Iterable[Tool]) -> lis
 
 # ------------------------------------------------------------------------------------------- pull
 def run_stage2_pull(pipeline: PipelineConfig, from_export: Path | None = None, send_back: bool = False,
-                    connection: Connection | None = None, allow_stale: bool = False) -> PullReport:
+                    connection: Connection | None = None, allow_stale: bool = False,
+                    save_export: Path | None = None) -> PullReport:
     """Gold templates from the annotators' work. An annotation made on a draft that is not the
     current drafts.jsonl's (same id, same content) is refused as `stale_draft` unless `allow_stale`:
-    annotations of another stage1 run must not become this run's gold."""
+    annotations of another stage1 run must not become this run's gold. `save_export`: the export
+    as pulled is kept in that file (gzip-compressed when it ends in .gz), so `run` can read the
+    same annotations from `stages.stage2.export_file` without the server."""
     files = Stage2Files.in_dir(pipeline.build_dir)
     refuse_overwriting("stage2 pull", {"--from-export": from_export, "drafts.jsonl": files.drafts},
                        pull_outputs(files))
     fetched = fetch_tasks(project_title(pipeline), from_export, connection)
+    if save_export is not None:
+        keep_export(Path(fetched.tasks.path), save_export)
     catalog = annotation_catalog(pipeline)
     current = None if allow_stale else draft_fingerprints(files.drafts)
 
@@ -197,6 +202,26 @@ def run_stage2_pull(pipeline: PipelineConfig, from_export: Path | None = None, s
     if send_back:
         send_back_to_annotators(fetched, outcomes, report)
     return report
+
+
+def keep_export(source: Path, target: Path) -> None:
+    """Copy an export file to `target` atomically (gzip-compressed, without a time stamp, for .gz)."""
+    import gzip
+    import shutil
+
+    if source.resolve() == target.resolve():
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".partial.tmp")
+    opener = gzip.open if source.suffix == ".gz" else open
+    with opener(source, "rb") as read:
+        if target.suffix == ".gz":
+            with open(partial, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as out:
+                shutil.copyfileobj(read, out)
+        else:
+            with open(partial, "wb") as out:
+                shutil.copyfileobj(read, out)
+    partial.replace(target)
 
 
 def _iter_previous(path: Path) -> Iterator[Sample]:
@@ -333,7 +358,8 @@ def adjudication_rows(outcomes: Sequence[TaskOutcome]) -> list[dict[str, Any]]:
 # ------------------------------------------------------------------ the stage contract (fcbench.stage)
 def run_from_export(ctx: PipelineContext, settings: Any = None) -> StageSummary:
     """`run`'s stage2: the annotators' work read from the Label Studio export the pipeline names."""
-    export = existing_file(annotation_export(ctx.config), "or: stage2 push, annotate, stage2 pull, then the later stages")
+    export = existing_file(annotation_export(ctx.config), "after stage2 push and the annotators' work, "
+                           "`build-dataset stage2 pull NAME --save-export FILE` saves the server's export there")
     pulled = run_stage2_pull(ctx.config, from_export=export)
     return StageSummary("stage2", pulled.counts, pulled.reasons, pulled.outputs, {"source": pulled.source}, report=pulled)
 
@@ -345,5 +371,5 @@ def push(ctx: PipelineContext, settings: PushSettings) -> StageSummary:
 
 def pull(ctx: PipelineContext, settings: PullSettings) -> StageSummary:
     pulled = run_stage2_pull(ctx.config, from_export=settings.from_export, send_back=settings.send_back,
-                             allow_stale=settings.allow_stale)
+                             allow_stale=settings.allow_stale, save_export=settings.save_export)
     return StageSummary("stage2 pull", pulled.counts, pulled.reasons, pulled.outputs, report=pulled)

@@ -51,6 +51,78 @@ _SCHEMA_LISTS = ("oneOf", "anyOf")
 _PARAMETER_LOCATIONS = ("path", "query", "header", "cookie", "formData", "body")
 _NAME_CHARACTERS = re.compile(r"[^A-Za-z0-9_-]+")
 MAX_NAME_LENGTH = 64  # OpenAI function names: ^[a-zA-Z0-9_-]{1,64}$
+# Headers HTTP itself sets (content negotiation, caching, tracing): the http environment sends
+# `Accept` from the operation's media types; none of them is something a user asks for.
+PROTOCOL_HEADERS = frozenset({
+    "accept", "accept-charset", "accept-encoding", "content-type", "content-length", "content-encoding",
+    "host", "connection", "user-agent", "cache-control", "pragma", "if-match", "if-none-match",
+    "if-modified-since", "if-unmodified-since", "x-http-method-override", "x-request-id", "x-correlation-id",
+    "authorization", "proxy-authorization", "cookie",
+})
+# Names that are credentials wherever they appear (header, query, cookie): never model arguments.
+_CREDENTIAL_NAME = re.compile(r"(?i)^(x[-_])?(api[-_]?key|apikey|access[-_]?token|auth[-_]?token|token|"
+                              r"client[-_]?secret|secret[-_]?key|session[-_]?token)$")
+# Swagger 2 request media the http environment cannot send (it sends JSON or form-encoded bodies).
+_UNSENDABLE_MEDIA = re.compile(r"(?i)^(multipart/|application/octet-stream|image/|audio/|video/)")
+
+
+@dataclass(frozen=True)
+class AuthScheme:
+    """A security scheme of a description, as the http environment's auth can send it."""
+
+    id: str  # its key under securitySchemes / securityDefinitions
+    kind: str  # apiKey, http, oauth2, openIdConnect
+    where: str  # header, query, cookie ("header" for http and oauth2: Authorization)
+    name: str  # the header / query parameter / cookie name
+    scheme: str  # the word before the token: Bearer, Basic, "" for an apiKey
+
+    def as_dict(self) -> dict[str, str]:
+        return {"id": self.id, "kind": self.kind, "in": self.where, "name": self.name, "scheme": self.scheme}
+
+
+def security_schemes(document: dict[str, Any]) -> list[AuthScheme]:
+    """OpenAPI 3 `components.securitySchemes` or Swagger 2 `securityDefinitions`, in order."""
+    raw = (document.get("components") or {}).get("securitySchemes") if isinstance(document.get("components"), dict) \
+        else None
+    raw = raw if isinstance(raw, dict) else document.get("securityDefinitions")
+    found: list[AuthScheme] = []
+    for key, scheme in (raw or {}).items() if isinstance(raw, dict) else []:
+        if not isinstance(scheme, dict):
+            continue
+        kind = str(scheme.get("type", ""))
+        if kind == "apiKey":
+            found.append(AuthScheme(str(key), kind, str(scheme.get("in", "header")), str(scheme.get("name", "")), ""))
+        elif kind == "http":
+            word = str(scheme.get("scheme", "bearer")).capitalize()
+            found.append(AuthScheme(str(key), kind, "header", "Authorization", word))
+        elif kind == "basic":  # Swagger 2
+            found.append(AuthScheme(str(key), "http", "header", "Authorization", "Basic"))
+        elif kind in ("oauth2", "openIdConnect"):
+            found.append(AuthScheme(str(key), kind, "header", "Authorization", "Bearer"))
+    return found
+
+
+def without_read_only(schema: Any) -> list[str]:
+    """Drop `readOnly` properties from a request schema, at every depth (a payment's `status` is
+    the server's answer, not something a caller sends); the names dropped."""
+    dropped: list[str] = []
+    if not isinstance(schema, dict):
+        return dropped
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        for name in [n for n, sub in properties.items() if isinstance(sub, dict) and sub.get("readOnly") is True]:
+            del properties[name]
+            dropped.append(name)
+        if dropped and isinstance(schema.get("required"), list):
+            schema["required"] = [n for n in schema["required"] if n not in dropped]
+        for sub in properties.values():
+            dropped.extend(without_read_only(sub))
+    for key in ("items", "additionalProperties"):
+        dropped.extend(without_read_only(schema.get(key)))
+    for key in _SCHEMA_LISTS:
+        for sub in schema.get(key) or []:
+            dropped.extend(without_read_only(sub))
+    return dropped
 
 
 class DescriptionError(ValueError):
@@ -80,6 +152,8 @@ class OpenAPIImport:
     notes: list[ImportNote] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     servers: dict[str, str] = field(default_factory=dict)  # file stem -> its server URL
+    skipped: list[dict[str, str]] = field(default_factory=list)  # operations not imported, with why
+    auth: list["AuthScheme"] = field(default_factory=list)  # the descriptions' security schemes
 
     @property
     def security_slots(self) -> list[dict[str, str]]:
@@ -114,18 +188,54 @@ def load_description(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise DescriptionError(f"cannot read: {exc}") from None
     try:
-        if path.suffix.lower() == ".json":
-            document = json.loads(text)
-        else:
-            import yaml
-
-            document = yaml.safe_load(text)
+        document = json.loads(text) if path.suffix.lower() == ".json" else load_yaml(text)
     except (ValueError, Exception) as exc:  # yaml.YAMLError and json.JSONDecodeError
         raise DescriptionError(f"not valid JSON/YAML: {str(exc).splitlines()[0]}") from None
     if not isinstance(document, dict) or not ("swagger" in document or "openapi" in document):
         raise DescriptionError("not an OpenAPI description (no 'swagger' or 'openapi' key)")
     if not isinstance(document.get("paths"), dict):
         raise DescriptionError("the description has no 'paths' object")
+    return anchor_refs(document, path)
+
+
+def load_yaml(text: str) -> Any:
+    """YAML as JSON sees it: an unquoted `2024-05-01` or a timestamp stays the string it was
+    written as (PyYAML's safe loader makes date objects, which JSON cannot hold)."""
+    import yaml
+
+    class _JsonLikeLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml when there: 10x faster
+        pass
+
+    _JsonLikeLoader.yaml_implicit_resolvers = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+    return yaml.load(text, Loader=_JsonLikeLoader)  # noqa: S506 - a SafeLoader subclass
+
+
+def anchor_refs(document: Any, path: Path, main: bool = True) -> Any:
+    """Every `$ref` that names a file made absolute against the file that holds it, and every
+    local ref of a file other than the main one prefixed with that file: a ref means the same
+    wherever its target is inlined (a multi-file description's refs resolve against their own
+    file, not the main one)."""
+    folder = path.resolve().parent
+    own = str(path.resolve())
+
+    def walk(node: Any, main: bool) -> None:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str):
+                file_part, hash_mark, fragment = ref.partition("#")
+                if file_part and "://" not in file_part:
+                    node["$ref"] = f"{(folder / file_part).resolve()}{hash_mark}{fragment}"
+                elif not file_part and not main:
+                    node["$ref"] = f"{own}#{fragment}"
+            for value in node.values():
+                walk(value, main)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value, main)
+
+    walk(document, main)
     return document
 
 
@@ -142,7 +252,9 @@ def import_openapi(paths: Iterable[str | Path]) -> OpenAPIImport:
         converter = _Converter(document, path)
         result.tools.extend(converter.tools())
         result.notes.extend(converter.notes)
+        result.skipped.extend(converter.skipped)
         result.servers[path.stem] = converter.server_url
+        result.auth.extend(scheme for scheme in converter.auth if scheme not in result.auth)
     _make_names_unique(result.tools)
     return result
 
@@ -160,7 +272,8 @@ def _make_names_unique(tools: list[Tool]) -> None:
             tool.name = _clip(f"{source}_{tool.name}")
         base, number = tool.name, 2
         while tool.name in taken:
-            tool.name = _clip(f"{base}_{number}")
+            suffix = f"_{number}"  # the suffix always fits: a name clipped to 64 characters still changes
+            tool.name = base[:MAX_NAME_LENGTH - len(suffix)] + suffix
             number += 1
         taken.add(tool.name)
 
@@ -195,6 +308,10 @@ class _Converter:
         self.swagger2 = str(document.get("swagger", "")).startswith("2")
         self.server_url, self.base_path, self.host = self._server()
         self._external: dict[Path, Any] = {}
+        self.skipped: list[dict[str, str]] = []
+        self.auth = security_schemes(document)
+        # parameters an apiKey scheme names are credentials (`token` in the query), whatever they are called
+        self.credential_names = {scheme.name.lower() for scheme in self.auth if scheme.name}
 
     # ---- where the API lives
     def _server(self) -> tuple[str, str, str]:
@@ -307,12 +424,22 @@ class _Converter:
                 continue
             shared = item.get("parameters") or []
             for method in HTTP_METHODS:
-                operation = item.get(method)
+                operation = self.deref(item.get(method), f"{item_pointer}/{method}")  # an operation may be a $ref
                 if isinstance(operation, dict):
-                    yield self.tool(path, method, operation, shared, f"{item_pointer}/{method}")
+                    tool = self.tool(path, method, operation, shared, f"{item_pointer}/{method}")
+                    if tool is not None:
+                        yield tool
 
-    def tool(self, path: str, method: str, operation: dict[str, Any], shared: list[Any], pointer: str) -> Tool:
+    def tool(self, path: str, method: str, operation: dict[str, Any], shared: list[Any], pointer: str) -> Tool | None:
+        """The operation as a tool, or None (with a note) when its request cannot be sent: a
+        multipart or binary body."""
         name = tool_name(operation.get("operationId"), method, path)
+        unsendable = self._unsendable_body(operation, pointer)
+        if unsendable:
+            self.note("note", pointer, f"not imported: {unsendable} (the http environment sends JSON or "
+                                       "form-encoded bodies only)")
+            self.skipped.append({"tool": name, "pointer": pointer, "reason": unsendable})
+            return None
         if not operation.get("operationId"):
             self.note("note", pointer, f"no operationId: tool named {name!r} from method and path")
         properties: dict[str, Any] = {}
@@ -320,6 +447,7 @@ class _Converter:
         locations: dict[str, str] = {}
         wire_names: dict[str, str] = {}
         self._styles: dict[str, str] = {}
+        self._fixed_headers: dict[str, str] = {}
         parameters = self._operation_parameters(shared, operation.get("parameters") or [], pointer)
         security = self._security_slots(operation, pointer)
         for parameter, where in parameters:
@@ -356,6 +484,8 @@ class _Converter:
             meta["openapi"]["wire_names"] = wire_names
         if self._styles:
             meta["openapi"]["array_styles"] = self._styles
+        if self._fixed_headers:
+            meta["openapi"]["fixed_headers"] = self._fixed_headers
         produces = self._produces(operation, status)
         if produces:
             meta["openapi"]["produces"] = produces
@@ -367,6 +497,26 @@ class _Converter:
         if required:
             schema["required"] = required
         return Tool(name=name, description=_squash(description), parameters=schema, returns=returns, meta=meta)
+
+    def _unsendable_body(self, operation: dict[str, Any], pointer: str) -> str | None:
+        """Why the operation's request body cannot be sent, or None: a multipart or binary body
+        (OpenAPI 3 `requestBody.content`; Swagger 2 `consumes` multipart or a `type: file` form field)."""
+        if self.swagger2:
+            consumes = [str(m) for m in operation.get("consumes") or self.document.get("consumes") or []]
+            has_form = any(isinstance(p, dict) and self.deref(p, pointer).get("in") == "formData"
+                           for p in operation.get("parameters") or [])
+            if any(isinstance(p, dict) and self.deref(p, pointer).get("type") == "file" for p in operation.get("parameters") or []):
+                return "a file upload (formData type file)"
+            if has_form and consumes and all(_UNSENDABLE_MEDIA.match(m) for m in consumes):
+                return f"a {consumes[0]} body"
+            return None
+        body = self.deref(operation.get("requestBody"), f"{pointer}/requestBody")
+        content = body.get("content") if isinstance(body, dict) else None
+        if not isinstance(content, dict) or not content:
+            return None
+        if any("json" in m.lower() or m.lower() in ("application/x-www-form-urlencoded", "*/*") for m in content):
+            return None
+        return f"a {next(iter(content))} body"  # multipart, binary (application/cbor, octet-stream), plain text
 
     # ---- credentials
     def _security_slots(self, operation: dict[str, Any], pointer: str) -> list[dict[str, str]]:
@@ -430,6 +580,17 @@ class _Converter:
             self._add_body_schema(schema, bool(parameter.get("required")), properties, required, locations,
                                   wire_names, where)
             return
+        if location in ("header", "query", "cookie") and (
+                parameter["name"].lower() in self.credential_names or _CREDENTIAL_NAME.match(parameter["name"])):
+            self.note("note", where, f"credential {parameter['name']!r} ({location}) left to the environment's "
+                                     "auth (--auth-env): not an argument")
+            return
+        if location == "header" and parameter["name"].lower() in PROTOCOL_HEADERS:
+            fixed = _fixed_value(parameter)
+            if fixed is not None and parameter["name"].lower() not in ("accept", "content-type"):
+                self._fixed_headers[parameter["name"]] = fixed  # X-HTTP-Method-Override: GET is always sent
+            self.note("note", where, f"protocol header {parameter['name']!r} is set by the http environment: not an argument")
+            return
         if "schema" in parameter or "content" in parameter:  # OpenAPI 3
             raw = parameter.get("schema")
             if raw is None:
@@ -485,6 +646,7 @@ class _Converter:
         if body.get("description") and "description" not in schema:
             schema["description"] = str(body["description"]).strip()
         if chosen == form:
+            without_read_only(schema)
             for name, sub in (schema.get("properties") or {}).items():
                 free = self._free_name(name, "form", properties, wire_names)
                 properties[free] = sub
@@ -496,6 +658,10 @@ class _Converter:
 
     def _add_body_schema(self, schema: dict[str, Any], body_required: bool, properties: dict[str, Any],
                          required: list[str], locations: dict[str, str], wire_names: dict[str, str], where: str) -> None:
+        dropped = without_read_only(schema)
+        if dropped:
+            self.note("note", where, f"read-only field(s) {', '.join(sorted(dropped))} of the request body are "
+                                     "answers, not arguments: left out")
         fields = schema.get("properties")
         if isinstance(fields, dict) and fields and not (schema.get("oneOf") or schema.get("anyOf")):
             for name, sub in fields.items():
@@ -551,13 +717,19 @@ def load_description_any(path: Path) -> Any:
     """A file a `$ref` points into (any JSON/YAML document, not necessarily a whole description)."""
     try:
         text = path.read_text(encoding="utf-8")
-        if path.suffix.lower() == ".json":
-            return json.loads(text)
-        import yaml
-
-        return yaml.safe_load(text)
+        document = json.loads(text) if path.suffix.lower() == ".json" else load_yaml(text)
     except Exception as exc:  # unreadable or unparsable: one note, the import goes on
         raise DescriptionError(f"cannot read {path}: {str(exc).splitlines()[0] if str(exc) else exc}") from None
+    return anchor_refs(document, path, main=False)
+
+
+def _fixed_value(parameter: dict[str, Any]) -> str | None:
+    """The one value a header can take (its default, or a one-value enum), else None."""
+    schema = parameter.get("schema") if isinstance(parameter.get("schema"), dict) else parameter
+    enum = schema.get("enum")
+    if isinstance(enum, list) and len(enum) == 1:
+        return str(enum[0])
+    return str(schema["default"]) if schema.get("default") is not None else None
 
 
 def _with_examples(schema: dict[str, Any], examples: list[Any]) -> dict[str, Any]:

@@ -67,6 +67,8 @@ def stage1_command(
 
     result = run_stage("stage1", _load_pipeline(pipeline, file, record, batch), offline=offline, force=force).report
     _print_generation_summary(f"stage1 {pipeline}", result.summary, as_json)
+    for advice in [] if as_json else getattr(result, "advice", None) or []:
+        console.print(f"[yellow]value pools[/yellow]: {advice}", highlight=False, soft_wrap=True)
     counts = result.summary.get("counts", {})
     reasons = result.summary.get("reasons", {})
     exit_if_nothing_kept(counts.get("drafts", 0) + counts.get("rejected", 0), counts.get("drafts", 0), "draft attempt",
@@ -148,6 +150,8 @@ def stage2_push(
 
 
 @stage2_app.command("pull", epilog="Examples:\n\n  build-dataset stage2 pull travel --send-back\n\n"
+                    "  build-dataset stage2 pull travel --from-export datasets/travel/annotations/stage2_export.json "
+                    "--save-export datasets/travel/build/stage2_export_copy.json.gz\n\n"
                     "  build-dataset stage2 pull travel --from-export datasets/travel/annotations/stage2_export.json\n\n" + CONNECTION_HELP)
 @user_errors
 def stage2_pull(
@@ -157,6 +161,9 @@ def stage2_pull(
     send_back: SendBackOption = False,
     allow_stale: bool = typer.Option(False, "--allow-stale", help="Accept annotations made on drafts that are not "
                                      "the current build/drafts.jsonl's (refused as stale_draft otherwise)."),
+    save_export: Optional[Path] = typer.Option(None, "--save-export", help="Keep the export pulled from the server "
+                                               "in FILE (gzip-compressed when it ends in .gz); name it in "
+                                               "stages.stage2.export_file and `run` reads the same annotations."),
     as_json: JsonOption = False,
 ) -> None:
     """Turn submitted annotations into gold templates (build/templates.jsonl), each checked.
@@ -171,7 +178,7 @@ def stage2_pull(
     from fcbench.stage import PullSettings
 
     report = run_stage("stage2 pull", _load_pipeline(pipeline, file),
-                       PullSettings(from_export, send_back, allow_stale)).report
+                       PullSettings(from_export, send_back, allow_stale, save_export)).report
     _print_pull(f"stage2 pull {pipeline}", report, as_json)
     _exit_if_every_task_rejected(report, "gold")
 
@@ -309,6 +316,8 @@ def stage3_run(
     result = run_stage("stage3", _load_pipeline(pipeline, file, record, batch), InputSettings(from_file),
                        offline=offline, force=force).report
     _print_generation_summary(f"stage3 run {pipeline}", result.summary, as_json)
+    for advice in [] if as_json else getattr(result, "advice", None) or []:
+        console.print(f"[yellow]value pools[/yellow]: {advice}", highlight=False, soft_wrap=True)
     counts = result.summary.get("counts", {})
     reasons = result.summary.get("reasons", {})
     exit_if_nothing_kept(counts.get("candidates", 0) + counts.get("rejected", 0), counts.get("candidates", 0),

@@ -401,7 +401,8 @@ def new_command(
     base_url: Optional[str] = typer.Option(None, "--base-url", help="The server to call, replacing the descriptions' "
                                            "server URLs (--openapi)."),
     auth_env: Optional[str] = typer.Option(None, "--auth-env", help="NAME of the environment variable holding the API "
-                                           "token (sent as 'Authorization: Bearer …'; never written anywhere; --openapi)."),
+                                           "token (sent in the header of the description's security scheme, "
+                                           "'Authorization: Bearer …' by default; never written anywhere; --openapi)."),
     file: PipelinesFileOption = PIPELINES_FILE,
     force: bool = typer.Option(False, "--force", help="Write over an existing datasets/NAME folder."),
     as_json: JsonOption = False,
@@ -440,6 +441,20 @@ def new_command(
     errors = [note for note in result.notes if note["severity"] == "error"]
     for note in errors:
         console.print(f"[red]error[/red] {note['file']}#{note['pointer']}: {note['message']}", highlight=False, soft_wrap=True)
+    from fcbench.catalog.trim import MAX_CATALOG_MB
+
+    skipped, trimmed = getattr(result, "skipped", None) or [], getattr(result, "trimmed", None) or []  # --openapi only
+    if skipped:
+        console.print(f"not imported: {len(skipped)} operation(s) with a multipart or binary body "
+                      f"(listed under `skipped` in the import report)", highlight=False, soft_wrap=True)
+    if trimmed:
+        console.print(f"trimmed: {len(trimmed)} oversized schema(s) (the rule: README, Bring your own API; "
+                      f"each under `trimmed` in the import report)", highlight=False, soft_wrap=True)
+    if getattr(result, "catalog_mb", 0.0) > MAX_CATALOG_MB:
+        console.print(f"[yellow]warning[/yellow] the catalog is {result.catalog_mb:.1f} MB (over {MAX_CATALOG_MB:g} MB): "
+                      "keep the operations you need (--openapi on fewer files, or edit tools.json)", highlight=False, soft_wrap=True)
+    if getattr(result, "auth_hint", ""):
+        console.print(f"auth: {result.auth_hint}", highlight=False, soft_wrap=True)
     console.print(f"import notes: {len(result.notes)} ({len(errors)} errors); lint-tools findings: "
                   + (", ".join(f"{code}={count}" for code, count in result.lint.items()) or "none")
                   + f" (all in {result.dataset_dir}/import_report.json)", highlight=False, soft_wrap=True)

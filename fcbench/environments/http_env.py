@@ -174,7 +174,7 @@ def _openapi_request(endpoint: HttpEndpoint, openapi: Mapping[str, Any], argumen
     path = endpoint.endpoint
     params: list[tuple[str, str]] = []
     accept = ", ".join(openapi.get("produces") or []) or "application/json"
-    all_headers = {"Accept": accept, **headers}
+    all_headers = {"Accept": accept, **(openapi.get("fixed_headers") or {}), **headers}
     body: dict[str, Any] = {}
     whole: Any = None
     has_body = False

@@ -351,6 +351,12 @@ def run_filter_stage(pipeline: PipelineConfig, input_file: Path | None = None, o
     paths = FilterPaths.in_dir(pipeline.build_dir)
     if source.resolve() in (paths.validated.resolve(), paths.rejects.resolve()):
         raise UserError(f"{source}: the filter writes this file; it cannot also read it (give the candidates)")
+    if not force and not _has_content(source):
+        # nothing to filter is a failed build, not an empty success: say where the candidates went
+        # (`--force` still runs, for who means to replace the validated file with nothing)
+        raise UserError(f"{source}: the filter's input is empty: no candidate to validate (the previous stage kept "
+                        f"none; its rejects file, e.g. {pipeline.build_dir / 'candidates.rejects.jsonl'}, says why "
+                        f"for each, and `build-dataset stage3 run {pipeline.name}` prints what to change)")
     # Streamed: the candidates are read in bounded batches (memory does not grow with their size);
     # a pipeline without a catalog takes its tools from the samples, in a pass of their own.
     samples = (item for item in read_samples(source, "fcbench") if isinstance(item, Sample))
@@ -358,6 +364,16 @@ def run_filter_stage(pipeline: PipelineConfig, input_file: Path | None = None, o
         return run_filter(read_samples(source, "fcbench"), environment, pipeline.stages.filter, paths, str(source),
                           semantic_check=_semantic_check(pipeline, offline), force=force,
                           min_output_share=pipeline.min_output_share, total=lines_in(source))
+
+
+def _has_content(path: Path, probe: int = 65536) -> bool:
+    """Whether the file (gzip-compressed when it ends in .gz) holds anything but white space in its
+    first bytes; read as bytes, so a file with unreadable lines is left to the reader's own rules."""
+    import gzip
+
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as handle:
+        return bool(handle.read(probe).strip())
 
 
 def _semantic_check(pipeline: PipelineConfig, offline: bool) -> SemanticCheck | None:

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fcbench.catalog.lint import count_by_code, lint_tools
 from fcbench.catalog.openapi import OpenAPIImport, import_openapi
+from fcbench.catalog.trim import MAX_CATALOG_MB, catalog_megabytes, trim_parameters, trim_returns
 from fcbench.config import PIPELINE_NAME_PATTERN, load_pipelines
 from fcbench.errors import UserError
 from fcbench.jsonl import write_json, write_text
@@ -40,6 +42,11 @@ class ScaffoldResult:
     lint: dict[str, int] = field(default_factory=dict)
     lint_findings: list[dict[str, Any]] = field(default_factory=list)
     pipelines_file: str = ""
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    trimmed: list[dict[str, Any]] = field(default_factory=list)
+    catalog_mb: float = 0.0
+    auth: list[dict[str, str]] = field(default_factory=list)
+    auth_hint: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -147,6 +154,8 @@ def pipeline_entry(name: str, dataset_dir: str, imported: OpenAPIImport, base_ur
         "      stage1:",
         "        offline: true            # graph sampler over the recorded responses",
         "        queries: 20",
+        "      stage2:",
+        f"        export_file: {dataset_dir}/annotations/stage2_export.json.gz   # `stage2 pull {name} --save-export` this file; `run` reads it",
         "      stage3:",
         "        variants: 3",
         "        fill: slots",
@@ -159,6 +168,28 @@ def pipeline_entry(name: str, dataset_dir: str, imported: OpenAPIImport, base_ur
         "        formats: [parquet, fcbench]",
     ]
     return "\n".join(lines) + "\n"
+
+
+def auth_hint(slots: list[dict[str, str]], auth_env: str | None) -> str:
+    """What the user should know about the API's credentials ("" when it declares none)."""
+    if not slots:
+        return ""
+    slot = slots[0]
+    where = f"the {slot['in']} {slot['name']!r} (security scheme {slot['scheme']!r})"
+    if not auth_env:
+        return f"the API requires a credential: pass --auth-env NAME (the variable holding it) to send it in {where}"
+    return f"credential from ${auth_env} sent in {where}"
+
+
+def trim_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each record's parameters and returns trimmed by the rule of `fcbench.catalog.trim`; what was done."""
+    done: list[dict[str, Any]] = []
+    for record in records:
+        for trimmed in (trim_parameters(record["name"], record["parameters"]),
+                        trim_returns(record["name"], record["returns"]) if isinstance(record.get("returns"), dict) else None):
+            if trimmed is not None:
+                done.append(trimmed.as_dict())
+    return done
 
 
 def auth_lines(slots: list[dict[str, str]]) -> list[str]:
@@ -196,29 +227,45 @@ def scaffold_dataset(name: str, openapi: list[Path], pipelines_file: Path, *, ba
         problems = "; ".join(note.describe() for note in imported.errors[:3])
         raise UserError(f"no operation imported from {', '.join(map(str, openapi))}" + (f": {problems}" if problems else ""))
     records = [catalog_record(tool) for tool in imported.tools]
-    pools = value_pools(imported.tools)
+    pools = value_pools(imported.tools)  # from the full schemas: an example trimmed away still seeds a pool
+    trimmed = trim_records(records)
+    megabytes = catalog_megabytes(records)
     findings = lint_tools(imported.tools)
     domains = list(dict.fromkeys(record["domain"] for record in records))
     entry = pipeline_entry(name, dataset_dir, imported, base_url, auth_env, domains)
+    hint = auth_hint(imported.security_slots, auth_env)
+    report = {
+        "files": imported.files,
+        "tools": len(records),
+        "auth": {"schemes": [scheme.as_dict() for scheme in imported.auth], "hint": hint},
+        "skipped": imported.skipped,
+        "trimmed": {"rule": "fcbench/catalog/trim.py (docs/researcher.md: Bring your own API)", "tools": trimmed},
+        "catalog_mb": round(megabytes, 2),
+        "catalog_over_limit": megabytes > MAX_CATALOG_MB,
+        "notes": [note.as_dict() for note in imported.notes],
+        "lint": {"counts": count_by_code(findings), "findings": [finding.as_dict() for finding in findings]},
+    }
     # Another `new` may be editing the file right now: under its lock, read it again, check the name
     # is still free and append to what is there now (reading before the lock and writing after it
     # would drop the other command's pipeline).
     with writer_lock(file_lock_path(pipelines_file), f"{pipelines_file}", wait_s=EDIT_WAIT_S):
         _check_free(pipelines_file, name, force)
         new_text = _appended(pipelines_file, name, entry)  # checked before anything is written
-        target.mkdir(parents=True, exist_ok=True)
-        write_json(target / "tools.json", records, indent=2)
-        write_json(target / "value_pools.json", pools, indent=2)
-        write_json(target / "import_report.json", {
-            "files": imported.files,
-            "tools": len(records),
-            "notes": [note.as_dict() for note in imported.notes],
-            "lint": {"counts": count_by_code(findings), "findings": [finding.as_dict() for finding in findings]},
-        }, indent=2)
+        created = not target.exists()
+        try:
+            target.mkdir(parents=True, exist_ok=True)
+            write_json(target / "tools.json", records, indent=2)
+            write_json(target / "value_pools.json", pools, indent=2)
+            write_json(target / "import_report.json", report, indent=2)
+        except BaseException:
+            if created:  # no half-written dataset folder left behind
+                shutil.rmtree(target, ignore_errors=True)
+            raise
         write_text(pipelines_file, new_text)
     return ScaffoldResult(name, dataset_dir, len(records), len(imported.files), len(pools["slots"]),
                           [note.as_dict() for note in imported.notes], count_by_code(findings),
-                          [finding.as_dict() for finding in findings], str(pipelines_file))
+                          [finding.as_dict() for finding in findings], str(pipelines_file), imported.skipped,
+                          trimmed, round(megabytes, 2), [scheme.as_dict() for scheme in imported.auth], hint)
 
 
 def _check_free(pipelines_file: Path, name: str, force: bool) -> None:

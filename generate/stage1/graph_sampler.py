@@ -41,11 +41,12 @@ Everything random takes a `random.Random` seeded by the caller: the same seed gi
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from fcbench.argument_paths import argument_schema, is_argument_path, nest_arguments
 from fcbench.checks.constraints import PickSpec, choose_pick, parse_path as parse_field_path
@@ -70,7 +71,12 @@ FEED_OPTIONAL_CHANCE = 0.5  # a parameter a pool and a declared feed can fill is
 MAX_OPTIONAL = 2  # constraints per call, so a clause stays readable
 GENERAL_DOMAIN = "general"
 # output names too generic to feed a parameter unless the source says what they identify
-BARE_NAMES = (["id"], ["code"])
+# One-word answer fields that name nothing by themselves: such a field feeds a longer parameter
+# name only when its source says what it identifies (`_says_what_it_is`): an `account_sid` is not
+# any `sid`, a `tx_hash` not any `hash`, an `offerId` not any `id`.
+BARE_NAMES = frozenset({"id", "code", "sid", "uid", "uuid", "guid", "key", "hash", "ref", "slug", "number", "token",
+                        "handle", "identifier"})
+_BARE_WORDS = frozenset((name,) for name in BARE_NAMES)
 _MENTIONED_PATH = re.compile(r"[A-Za-z_]\w*(?:\[\])?(?:\.[A-Za-z_]\w*(?:\[\])?)+")
 
 
@@ -108,7 +114,7 @@ def response_fields(returns: Any) -> list[OutputField]:
     for example in examples:
         for leaf in example_fields(example):
             leaves.setdefault(leaf.path, leaf)
-    in_both = [f for f in fields if f.path in leaves]
+    in_both = [f if f.type is not None else leaves[f.path] for f in fields if f.path in leaves]  # an example knows the type
     known = {f.path for f in fields}
     return in_both + [leaf for path, leaf in leaves.items() if path not in known] + \
         [f for f in fields if f.path not in leaves]
@@ -170,15 +176,21 @@ def _first_type(kind: Any) -> str | None:
 
 def name_words(name: str) -> list[str]:
     """'pick_up_place_id' and 'pickUpPlaceId' -> ['pick', 'up', 'place', 'id']."""
+    return list(_name_words(name))
+
+
+@functools.lru_cache(maxsize=65536)
+def _name_words(name: str) -> tuple[str, ...]:
+    # cached: the feed graph asks for the words of the same few thousand names millions of times
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name).replace("_", " ").replace("-", " ")
-    return [word.lower() for word in spaced.split()]
+    return tuple(word.lower() for word in spaced.split())
 
 
 def matched_prefix(parameter: str, output: str) -> tuple[str, ...] | None:
     """The words the parameter has before the part it shares with the output name, or None when
     they do not match. One name ending the other matches (`fromId`/`id`, `slug`/`productSlug`);
     otherwise they must share their last two words (`pick_up_place_id`/`googlePlaceId`)."""
-    param_words, out_words = name_words(parameter), name_words(output)
+    param_words, out_words = _name_words(parameter), _name_words(output)
     if not param_words or not out_words:
         return None
     common = 0
@@ -194,15 +206,21 @@ def described_prefix(parameter: str, description: str, output: str) -> tuple[str
     code" for `iataCode`), the parameter's own words but its last (`originLocationCode` ->
     origin location, so an origin and a destination read two calls); else None. Markdown link
     targets are not read."""
-    out_words = name_words(output)
+    out_words = _name_words(output)
     if len(out_words) < 2:
         return None
-    text = re.sub(r"\]\([^)]*\)", "]", description)
-    words = [word.lower() for word in re.findall(r"[A-Za-z0-9]+", text)]
-    span = len(out_words)
-    if not any(words[i:i + span] == out_words for i in range(len(words) - span + 1)):
+    if out_words not in _description_spans(description, len(out_words)):
         return None
-    return tuple(name_words(parameter)[:-1])
+    return tuple(_name_words(parameter)[:-1])
+
+
+@functools.lru_cache(maxsize=4096)
+def _description_spans(description: str, span: int) -> frozenset[tuple[str, ...]]:
+    """Every run of `span` words of a description (markdown link targets not read), computed once
+    per description rather than once per output field it is compared with."""
+    text = re.sub(r"\]\([^)]*\)", "]", description)
+    words = tuple(word.lower() for word in re.findall(r"[A-Za-z0-9]+", text))
+    return frozenset(words[i:i + span] for i in range(len(words) - span + 1))
 
 
 def is_list_parameter(schema: Mapping[str, Any]) -> bool:
@@ -237,6 +255,17 @@ def _says_what_it_is(words: tuple[str, ...], source: Tool, output: OutputField) 
     return all(_stem(word) in seen for word in words)
 
 
+def _reader_says_what_it_is(reader: Tool, parameter: str, output: OutputField) -> bool:
+    """When the answer field's name is longer than the parameter's (`datum_hash` for `hash`), the
+    words it has beyond the parameter's must appear in the reader's name or endpoint (`tx_hash`
+    for the `hash` of `/txs/{hash}`): a bare parameter reads only the kind it names."""
+    param_words, out_words = _name_words(parameter), _name_words(output.name)
+    if len(out_words) <= len(param_words) or out_words[len(out_words) - len(param_words):] != param_words:
+        return True
+    seen = {_stem(w) for w in name_words(reader.name)} | {_stem(w) for w in re.findall(r"[A-Za-z]+", _endpoint(reader))}
+    return all(_stem(word) in seen for word in out_words[:len(out_words) - len(param_words)])
+
+
 def _endpoint(tool: Tool) -> str:
     return str(tool.meta.get("endpoint") or ((tool.meta.get("openai") or {}).get("extra") or {}).get("http", {}).get("endpoint", ""))
 
@@ -259,6 +288,12 @@ def _links_agree(reader: Tool, parameter: str, source: Tool, output: OutputField
     collection = [part for part in endpoint.split(placeholder)[0].split("/") if part]
     source_endpoint = _endpoint(source)
     if not collection or not source_endpoint or collection[-1] in source_endpoint.split("/"):
+        return True
+    # the field's own name says which resource it identifies: a `tx_hash` is a transaction's
+    # (`/txs/{hash}`), a `stake_address` is what `/accounts/{stake_address}` reads
+    out_words = _name_words(output.name)
+    if (len(out_words) >= 2 and out_words == _name_words(parameter)) or \
+            _stem(collection[-1]) in {_stem(word) for word in out_words[:-1]}:
         return True
     # the parameter itself may name the resource (`/weather/{cityId}` is keyed by a city): then
     # the source's own collection must be that resource (`/cities`), a whole segment, so an offer
@@ -305,8 +340,10 @@ def _types_agree(param_schema: Mapping[str, Any], field_type: str | None) -> boo
         param_schema = param_schema["items"]
     kinds = param_schema.get("type")
     kinds = set(kinds) if isinstance(kinds, list) else {kinds}
-    if field_type is None or None in kinds:
+    if None in kinds:
         return True
+    if field_type is None:  # an answer field of no known type may be an object: it feeds no typed parameter
+        return False
     if field_type in kinds:
         return True
     return field_type == "integer" and "number" in kinds
@@ -382,6 +419,7 @@ class FeedGraph:
     groups: dict[str, list[FedGroup]]  # tool -> the groups of its fed parameters
     unfillable: dict[str, list[str]]  # tool -> required parameters nothing fills
     leaves: dict[str, list[Leaf]] = field(default_factory=dict)  # tool -> the values a call needs
+    chains: dict[str, int] = field(default_factory=dict, compare=False, repr=False)  # `chain_lengths`, once
 
     def leaves_of(self, tool: str) -> list[Leaf]:
         return self.leaves.get(tool) or parameter_leaves(self.tools[tool])
@@ -402,39 +440,95 @@ def tool_domain(tool: Tool) -> str:
     return str(domain or tool.meta.get("domain") or GENERAL_DOMAIN)
 
 
+@dataclass(frozen=True)
+class _Candidate:
+    position: tuple[int, int]  # (the source's place in the catalog, the field's place in its answer)
+    source: str
+    output: OutputField
+
+
+@dataclass(frozen=True)
+class OutputIndex:
+    """Every output field of a catalog, found by the words of its name: a parameter is compared only
+    with the fields that can match it (same last word, or a name its description spells), not with
+    every field of every tool (which took minutes on a few hundred tools)."""
+
+    by_last_word: Mapping[str, list[_Candidate]]
+    by_words: Mapping[tuple[str, ...], list[_Candidate]]
+    spans: frozenset[int]  # the word counts of names in `by_words`
+    known_paths: frozenset[str]
+    tool_names: tuple[str, ...]
+
+    @classmethod
+    def of(cls, catalog: Sequence[Tool], fields_of: Mapping[str, list[OutputField]]) -> "OutputIndex":
+        by_last_word: dict[str, list[_Candidate]] = {}
+        by_words: dict[tuple[str, ...], list[_Candidate]] = {}
+        for tool_position, tool in enumerate(catalog):
+            for field_position, output in enumerate(fields_of[tool.name]):
+                words = _name_words(output.name)
+                if not words:
+                    continue
+                candidate = _Candidate((tool_position, field_position), tool.name, output)
+                by_last_word.setdefault(words[-1], []).append(candidate)
+                if len(words) >= 2:
+                    by_words.setdefault(words, []).append(candidate)
+        known = frozenset(f.text() for fields in fields_of.values() for f in fields)
+        return cls(by_last_word, by_words, frozenset(len(w) for w in by_words), known, tuple(t.name for t in catalog))
+
+    def candidates(self, parameter: str, description: str) -> list[_Candidate]:
+        """The fields that may feed `parameter`, in catalog order."""
+        words = _name_words(parameter)
+        found = {c.position: c for c in self.by_last_word.get(words[-1], [])} if words else {}
+        if description:
+            for span in self.spans:
+                for run in _description_spans(description, span):
+                    for candidate in self.by_words.get(run, []):
+                        found.setdefault(candidate.position, candidate)
+        return [found[position] for position in sorted(found)]
+
+
 def _feeds_for(tool: Tool, parameter: str, schema: Mapping[str, Any], catalog: Sequence[Tool],
-               fields_of: Mapping[str, list[OutputField]]) -> dict[tuple[str, ...], list[Feed]]:
+               fields_of: Mapping[str, list[OutputField]], index: OutputIndex | None = None) -> dict[tuple[str, ...], list[Feed]]:
     """Possible feeds of one parameter, keyed by the words before the matched name."""
+    index = index or OutputIndex.of(catalog, fields_of)
+    tools = {other.name: other for other in catalog}
     description = str(schema.get("description", ""))
-    named = {other.name for other in catalog if other.name != tool.name and re.search(rf"\b{re.escape(other.name)}\b", description)}
-    mentioned = set(_MENTIONED_PATH.findall(description))
-    known_paths = {f.text() for fields in fields_of.values() for f in fields}
-    mentioned &= known_paths
+    named = {name for name in index.tool_names if name != tool.name and name in description
+             and re.search(rf"\b{re.escape(name)}\b", description)}
+    mentioned = set(_MENTIONED_PATH.findall(description)) & index.known_paths
     identifier = _first_type(schema.get("type")) in ("string", "integer")
+    fed_name = singular(parameter) if is_list_parameter(schema) else parameter
     found: dict[tuple[str, ...], list[Feed]] = {}
-    for other in catalog:
+    for candidate in index.candidates(fed_name, description):
+        other, output = tools[candidate.source], candidate.output
         if other.name == tool.name or (identifier and named and other.name not in named):
             continue
-        for output in fields_of[other.name]:
-            if mentioned and output.text() not in mentioned:
-                continue
-            words = matched_prefix(singular(parameter) if is_list_parameter(schema) else parameter, output.name)
-            if words and not named and name_words(output.name) in BARE_NAMES and not _says_what_it_is(words, other, output):
-                words = None  # an `offerId` is not any bare `id`, a `startLocationCode` not a vehicle's `code`
-            if words is None:
-                words = described_prefix(parameter, description, output.name)
-            if words is None or not _types_agree(schema, output.type) or not _links_agree(tool, parameter, other, output):
-                continue
-            found.setdefault(words, []).append(Feed(other.name, output, other.name in named))
+        if mentioned and output.text() not in mentioned:
+            continue
+        words = matched_prefix(fed_name, output.name)
+        if words and not named and _name_words(output.name) in _BARE_WORDS and not _says_what_it_is(words, other, output):
+            words = None  # an `offerId` is not any bare `id`, a `startLocationCode` not a vehicle's `code`
+        if words is not None and not _reader_says_what_it_is(tool, fed_name, output):
+            words = None  # a bare `hash` parameter of /txs/{hash} reads a `tx_hash`, not a `datum_hash`
+        if words is None:
+            words = described_prefix(parameter, description, output.name)
+        if words is None or not _types_agree(schema, output.type) or not _links_agree(tool, parameter, other, output):
+            continue
+        found.setdefault(words, []).append(Feed(other.name, output, other.name in named))
     return found
 
 
-def build_feed_graph(catalog: Sequence[Tool], pools: ValuePools, declared: "DeclaredFeeds | None" = None) -> FeedGraph:
+def build_feed_graph(catalog: Sequence[Tool], pools: ValuePools, declared: "DeclaredFeeds | None" = None,
+                     progress: Callable[[], None] | None = None) -> FeedGraph:
+    """`progress` is called once per tool linked (stage1 shows it on a large catalog)."""
     fields_of = {tool.name: response_fields(tool.returns) for tool in catalog}
+    index = OutputIndex.of(catalog, fields_of)
     groups: dict[str, list[FedGroup]] = {}
     unfillable: dict[str, list[str]] = {}
     leaves: dict[str, list[Leaf]] = {}
     for tool in catalog:
+        if progress is not None:
+            progress()
         covered = pools.covered_arguments(tool.name)
         named = covered | (declared.targets(tool.name) if declared is not None else set())
         leaves[tool.name] = parameter_leaves(tool, named)
@@ -453,7 +547,7 @@ def build_feed_graph(catalog: Sequence[Tool], pools: ValuePools, declared: "Decl
             parameter, schema = leaf.name, leaf.schema
             if parameter in covered:
                 continue
-            options = _feeds_for(tool, parameter, schema, catalog, fields_of)
+            options = _feeds_for(tool, parameter, schema, catalog, fields_of, index)
             if not options:
                 if _fallback_literal(schema, random.Random(0)) is None:
                     unfillable.setdefault(tool.name, []).append(parameter)
@@ -1084,7 +1178,9 @@ def sample_tool_subset(index: int, cross: bool, graph: FeedGraph, sizes: Sequenc
         goals_by_domain.setdefault(domain_of[goal], []).append(goal)
     if not goals_by_domain:
         if plannable_only:
-            raise PlanFailed("no tool of the catalog reads another tool's output: nothing to chain")
+            raise PlanFailed("no tool of the catalog reads another tool's output: nothing to chain (a value pool "
+                             "filling an argument keeps it from being read from an earlier answer: `build-dataset "
+                             "stage1 NAME` prints which slots of value_pools.json do)")
         goals_by_domain = {domain: [] for domain in dict.fromkeys(domain_of.values())}
     domains = list(goals_by_domain)
     picked = rng.sample(domains, 2) if cross and len(domains) >= 2 else [rng.choice(domains)]
@@ -1117,12 +1213,118 @@ def _closure(graph: FeedGraph, tool: str, allowed: set[str], rng: random.Random,
     return needed
 
 
-def chain_length(graph: FeedGraph, tool: str, seen: frozenset[str] = frozenset()) -> int:
-    """Calls on the longest chain of sources ending at `tool` (sources of its own domain)."""
-    domain = tool_domain(graph.tools[tool])
-    longest = 0
-    for group in graph.groups.get(tool, []):
-        for source in group.sources():
-            if source not in seen and source != tool and tool_domain(graph.tools[source]) == domain:
-                longest = max(longest, chain_length(graph, source, seen | {tool}))
-    return 1 + longest
+EXACT_CHAIN_STEPS = 200_000  # walk steps the exact longest-chain search may take before the linear estimate is used
+
+
+def chain_length(graph: FeedGraph, tool: str) -> int:
+    """Calls on the longest chain of sources ending at `tool` (sources of its own domain), each
+    tool at most once on a chain. Computed for the whole graph once (`chain_lengths`)."""
+    return chain_lengths(graph)[tool]
+
+
+def chain_lengths(graph: FeedGraph) -> dict[str, int]:
+    """Every tool's chain length, computed once per graph and kept on it. The longest simple path
+    is NP-hard: walking every path (as stage1 did per draft) ran 11 minutes on 197 tools without
+    finishing. So the exact walk runs under a budget of `EXACT_CHAIN_STEPS` steps for the whole
+    graph (the bundled catalogs take a few thousand); past it, one depth-first walk with memory,
+    linear in the edges, gives every length (a source met again on the walk's own stack closes a
+    cycle and adds nothing, so a figure can be below the longest simple path). Either way the
+    result depends only on the graph: the same on every run."""
+    if not graph.chains:
+        domain = {name: tool_domain(tool) for name, tool in graph.tools.items()}
+        sources = {tool: list(dict.fromkeys(source for group in graph.groups.get(tool, []) for source in group.sources()
+                                            if source != tool and domain.get(source) == domain[tool]))
+                   for tool in graph.tools}
+        try:
+            graph.chains.update(_exact_chain_lengths(sources))
+        except _OverBudget:
+            graph.chains.update(_estimated_chain_lengths(sources))
+    return graph.chains
+
+
+class _OverBudget(Exception):
+    pass
+
+
+def _exact_chain_lengths(sources: Mapping[str, list[str]]) -> dict[str, int]:
+    steps = 0
+
+    def longest(tool: str, seen: frozenset[str]) -> int:
+        nonlocal steps
+        steps += 1
+        if steps > EXACT_CHAIN_STEPS:
+            raise _OverBudget
+        best = 0
+        for source in sources[tool]:
+            if source not in seen:
+                best = max(best, longest(source, seen | {tool}))
+        return 1 + best
+
+    return {tool: longest(tool, frozenset()) for tool in sources}
+
+
+def _estimated_chain_lengths(sources: Mapping[str, list[str]]) -> dict[str, int]:
+    lengths: dict[str, int] = {}
+    for root in sources:
+        if root in lengths:
+            continue
+        # iterative: a deep catalog must not hit Python's recursion limit
+        stack: list[tuple[str, list[str]]] = [(root, list(sources[root]))]
+        on_stack, best = {root}, {root: 0}
+        while stack:
+            tool, pending = stack[-1]
+            if pending:
+                source = pending.pop(0)
+                if source in lengths:
+                    best[tool] = max(best[tool], lengths[source])
+                elif source not in on_stack:
+                    on_stack.add(source)
+                    best[source] = 0
+                    stack.append((source, list(sources[source])))
+                continue
+            stack.pop()
+            on_stack.discard(tool)
+            lengths[tool] = 1 + best[tool]
+            if stack:
+                best[stack[-1][0]] = max(best[stack[-1][0]], lengths[tool])
+    return lengths
+
+
+_IDENTIFIER_NAME = re.compile(r"(?:^|_|[a-z0-9])(?:id|Id|ID|ids|Ids|IDs|sid|Sid|hash|Hash|key|Key|code|Code)$")
+ADVICE_SHOWN = 5  # tools named per piece of advice (the count says how many more)
+
+
+def pool_advice(graph: FeedGraph, pools: ValuePools, pools_file: str) -> list[str]:
+    """What keeps the offline sampler from chaining, said in terms of the value pools a user edits:
+    an identifier a slot fills from the description's examples is never read from an earlier answer
+    (the chain stops there), and a required argument no slot fills and no answer holds keeps its
+    tool off every path."""
+    advice: list[str] = []
+    catalog = list(graph.tools.values())
+    fields_of = {tool.name: response_fields(tool.returns) for tool in catalog}
+    index = OutputIndex.of(catalog, fields_of)
+    blocked: dict[str, list[str]] = {}  # slot -> "tool.parameter (answered by ...)"
+    for tool in catalog:
+        properties = tool.parameters.get("properties") or {}
+        for parameter in sorted(pools.covered_arguments(tool.name) & set(tool.parameters.get("required") or [])):
+            if not _IDENTIFIER_NAME.search(parameter):
+                continue
+            options = _feeds_for(tool, parameter, properties.get(parameter) or {}, catalog, fields_of, index)
+            producers = sorted({feed.source for feeds in options.values() for feed in feeds})
+            if producers:
+                slot = next((slot.name for slot, use in pools.uses_for(tool.name) if parameter in use.arguments), parameter)
+                blocked.setdefault(slot, []).append(f"{tool.name}.{parameter} (answered by {', '.join(producers[:2])}"
+                                                    f"{' and others' if len(producers) > 2 else ''})")
+    for slot, uses in sorted(blocked.items()):
+        advice.append(f"slot {slot!r} of {pools_file} fills {len(uses)} identifier argument(s) from the description's "
+                      f"examples, so they never read an earlier answer and the chain stops there: "
+                      f"{'; '.join(uses[:ADVICE_SHOWN])}{' ...' if len(uses) > ADVICE_SHOWN else ''}. "
+                      f"Remove those tools from the slot's `used_by` to chain them")
+    unfillable = sorted(graph.unfillable.items())
+    if unfillable:
+        named = "; ".join(f"{tool} needs {', '.join(parameters)}" for tool, parameters in unfillable[:ADVICE_SHOWN])
+        advice.append(f"{len(unfillable)} tool(s) can be on no path: an argument they require has no slot in "
+                      f"{pools_file} and no tool answers it ({named}{' ...' if len(unfillable) > ADVICE_SHOWN else ''}). "
+                      f"Add a slot with values for it (`slots: {{NAME: {{values: [...], used_by: [{{tool: ..., "
+                      f"arguments: {{NAME: value}}}}]}}}}`)")
+    return advice

@@ -41,7 +41,7 @@ from fcbench.sample import Call, Provenance, Sample, Tool, path_shape, sample_to
 from fcbench.checks.validate import validate_record
 from generate.stage1.graph_sampler import (DEFAULT_PHRASES, DeclaredFeedsError, DraftRequest, FeedGraph, PhraseBook,
                                            PlanFailed, ToolSubset, build_feed_graph, cross_domain_flags, load_declared_feeds,
-                                           propose_draft, sample_tool_subset, tool_domain)
+                                           pool_advice, propose_draft, sample_tool_subset, tool_domain)
 from generate.common import PROMPTS, in_windows, user_query_parser, value_pools_path
 from generate.slots import ValuePools, load_value_pools
 from fcbench.stage import PipelineContext, StageSummary
@@ -74,6 +74,7 @@ class Stage1Result:
     drafts_path: Path
     rejects_path: Path
     summary: dict[str, Any]
+    advice: list[str] = field(default_factory=list)  # offline: what in the value pools stops chains (shown, not written)
 
     @property
     def drafts(self) -> list[Sample]:
@@ -97,7 +98,8 @@ def run_stage1(pipeline: PipelineConfig, offline: bool = False, environment: Env
         declared = load_declared_feeds(pipeline.dataset_path / FEEDS, tools)
     except DeclaredFeedsError as exc:
         raise UserError(str(exc)) from None
-    graph = build_feed_graph(tools, pools, declared)
+    with StageProgress("stage1 feed graph (tools linked)", len(tools)) as linking:
+        graph = build_feed_graph(tools, pools, declared, progress=linking.advance)
     paths = Stage1Paths.in_dir(pipeline.build_dir)
     with StagedFile(paths.drafts) as drafts, StagedFile(paths.rejects) as rejects:
         written = _Written(drafts, rejects)
@@ -106,7 +108,8 @@ def run_stage1(pipeline: PipelineConfig, offline: bool = False, environment: Env
         guarded = place_guarded(drafts, rejects, force=force, min_share=pipeline.min_output_share)
     summary = _summary(pipeline, written, generator, use_llm, llm_summary)
     finish_summary(guarded, summary, {"drafts": paths.drafts, "rejects": paths.rejects}, paths.summary)
-    return Stage1Result(guarded.path(paths.drafts), guarded.path(paths.rejects), summary)
+    advice = [] if use_llm else pool_advice(graph, pools, str(value_pools_path(pipeline)))
+    return Stage1Result(guarded.path(paths.drafts), guarded.path(paths.rejects), summary, advice)
 
 
 @dataclass

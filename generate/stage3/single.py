@@ -77,6 +77,7 @@ class Stage3Result:
     candidates_path: Path
     rejects_path: Path
     summary: dict[str, Any]
+    advice: list[str] = field(default_factory=list)  # why nothing was kept, when nothing was (shown, not written)
 
     @property
     def candidates(self) -> list[Sample]:
@@ -288,7 +289,24 @@ def run_stage3(pipeline: PipelineConfig, offline: bool = False, from_file: Path 
         guarded = place_guarded(candidates, rejects, force=force, min_share=pipeline.min_output_share)
     summary = _summary(pipeline, source, written, use_llm, llm_summary)
     finish_summary(guarded, summary, {"candidates": paths.candidates, "rejects": paths.rejects}, paths.summary)
-    return Stage3Result(guarded.path(paths.candidates), guarded.path(paths.rejects), summary)
+    advice = nothing_kept_advice(summary, pools, str(pools_file)) if fill == "slots" else []
+    return Stage3Result(guarded.path(paths.candidates), guarded.path(paths.rejects), summary, advice)
+
+
+REPEAT_REASONS = ("stage3.duplicate_query", "stage3.duplicate_arguments", "stage3.no_slot_values")
+
+
+def nothing_kept_advice(summary: dict[str, Any], pools: ValuePools | None, pools_file: str) -> list[str]:
+    """When slot substitution kept no variant and every reject is a repeat of its template: the
+    slots have too few values to vary anything. Names the slots with one value."""
+    counts, reasons = summary.get("counts") or {}, summary.get("reasons") or {}
+    if counts.get("candidates", 0) or not reasons or pools is None or set(reasons) - set(REPEAT_REASONS):
+        return []
+    single = sorted(name for name, slot in pools.slots.items() if len(slot.values) < 2)
+    return ["no variant differs from its template: a variant changes the values the query states, and "
+            + (f"{len(single)} slot(s) of {pools_file} have one value ({', '.join(single[:8])}"
+               f"{' ...' if len(single) > 8 else ''}): " if single else f"the slots of {pools_file} that the queries state have no other value: ")
+            + "add values to them (or state other slot values in the templates' queries)"]
 
 
 @dataclass

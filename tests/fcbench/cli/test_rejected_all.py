@@ -108,4 +108,5 @@ def test_stage1_names_the_reason_and_what_its_rejects_file_says(tmp_path):
     assert result.exit_code == 1, result.output
     assert "error: every draft attempt (5) was rejected" in result.stderr
     assert _reasons(result) == ["5 stage1.no_tool_subset: no tool of the catalog reads another tool's output: "
-                                "nothing to chain"]
+                                "nothing to chain (a value pool filling an argument keeps it from being read from an "
+                                "earlier answer: `build-dataset stage1 NAME` prints which slots of value_pools.json do)"]

@@ -42,11 +42,9 @@ def test_an_empty_input_keeps_the_validated_file_and_force_replaces_it(tmp_path)
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     kept = _filter(pipelines, "--input", str(empty))
-    assert kept.exit_code == 1 and "kept the previous output" in kept.stderr and "--force" in kept.stderr
+    # an empty input is refused before anything is written (issue 27: never a success on nothing)
+    assert kept.exit_code == 1 and "the filter's input is empty" in kept.stderr
     assert validated.read_bytes() == good  # untouched
-    assert (tmp_path / "toy" / "build" / "validated.new.jsonl").read_text() == ""
-    assert json.loads((tmp_path / "toy" / "build" / "filter.summary.new.json").read_text())["output_guard"][
-        "kept_previous_because"].startswith("the new result has no samples")
     forced = _filter(pipelines, "--input", str(empty), "--force")
     assert forced.exit_code == 0 and validated.read_text() == ""
 
