@@ -18,7 +18,7 @@ from fcbench.checks.constraints import pick_problems
 from fcbench.environments.execution import GoldPathResult
 from fcbench.checks.grounding import grounding_report
 from fcbench.references import is_reference
-from fcbench.sample import Sample
+from fcbench.sample import Sample, path_shape
 from fcbench.checks.validate import semantic_problems
 
 # Verdicts that said "could not decide", not "bad": a re-run decides these samples again instead of
@@ -31,6 +31,7 @@ class FilterCategory(str, Enum):
     PASSED = "passed"
     FAILED_FORMAT = "failed_format"
     FAILED_GROUNDING = "failed_grounding"
+    FAILED_GOLD = "failed_gold"  # the gold audit: the path does not do exactly what the query asks
     FAILED_EXECUTION = "failed_execution"
     FAILED_REPRODUCTION = "failed_reproduction"
     FAILED_SEMANTIC = "failed_semantic"  # only when a semantic check is given (an LLM judges meaning)
@@ -88,6 +89,11 @@ def static_verdict(sample: Sample, settings: FilterConfig, semantic_check: bool 
             if issue is not None:
                 return _reject(sample.id, FilterCategory.FAILED_FORMAT, f"format.{issue.kind}",
                                f"{call.label}: {issue.message}")
+    nested = path_shape(sample).n_nested_calls
+    if nested < settings.min_nested_calls:
+        return _reject(sample.id, FilterCategory.FAILED_GOLD, "gold.too_few_nested_calls",
+                       f"{nested} call(s) read an earlier call's output; the pipeline asks for at least "
+                       f"{settings.min_nested_calls} (stages.filter.min_nested_calls)")
     report = grounding_report(sample)
     notes = [f"ungrounded value {value.describe()}" for value in report.ungrounded]
     derived = [value.as_dict() for value in report.derived]

@@ -3,6 +3,7 @@
 Checks run cheapest first, and the first failing one decides:
 1. format: the sample reads and validates (known tools, resolvable references, unique labels), each
    call names known parameters, gives the required ones, and its literal values fit their types;
+   the path has the shape the pipeline asks for (`min_nested_calls`: calls reading an earlier output);
 2. grounding: every literal argument value is supported by the query or an earlier response
    (`fcbench.checks.grounding`); reported on the kept sample, or a reject when the pipeline says so;
 3. execution: the gold path runs in the pipeline's environment;
@@ -10,7 +11,7 @@ Checks run cheapest first, and the first failing one decides:
    pipeline), and running it again (`repeat`) gives the same responses every time.
 
 The categories follow APIGen's table (passed, failed format, failed execution, failed reproduction),
-with grounding counted on its own line. Decisions are journaled as they are made, so a run killed
+with grounding and the gold audit (`failed_gold`, reasons `gold.*`) counted on their own lines. Decisions are journaled as they are made, so a run killed
 midway resumes where it stopped; the output files are written once, atomically, in input order, and
 a resumed run writes the same bytes as a clean one.
 """
