@@ -199,6 +199,9 @@ class FilterConfig(_Config):
     # calls that must read an earlier call's output (NESTful's nested calls); a sample with fewer
     # is rejected as gold.too_few_nested_calls. 0: any path shape is kept
     min_nested_calls: int = Field(0, ge=0, le=1000)
+    # the gold audit (fcbench/checks/gold_audit.py): reject a path that does not do exactly what
+    # its query asks (reasons gold.*), only note it on the kept sample (report), or skip it (off)
+    gold_audit: Literal["reject", "report", "off"] = "reject"
 
 
 class ExportConfig(_Config):

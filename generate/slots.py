@@ -23,6 +23,9 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from fcbench.checks.provenance import (QUERY_KINDS, Provenance, SpanEdit, ValueSource, apply_edits, check_provenance,
+                                       infer_provenance, rebase_spans, recompute_values, recorded_provenance)
+from fcbench.checks.value_rules import LITERAL, write
 from fcbench.errors import UserError
 from fcbench.references import parse_reference
 from fcbench.sample import Call, Sample, user_query  # noqa: F401 (user_query: part of the slot helpers' interface)
@@ -278,6 +281,158 @@ class Substitution:
     query: str
     calls: list[list[Call]]
     changed: list[tuple[str, dict[str, Any], dict[str, Any]]]  # (slot, old value, new value)
+    provenance: Provenance | None = None  # the variant's map: the template's, at the new words
+    recomputed: list[tuple[str, str, Any, Any]] = field(default_factory=list)  # dependent values read again
+    problem: tuple[str, str] | None = None  # (reason, detail): this draw cannot be said
+
+
+# rules whose words stage3 rewrites for a new value ("a week" is not a slot: it stays, and the
+# stay's end is recomputed from it and the new start)
+WRITABLE_RULES = frozenset({LITERAL, "date.spelled", "time", "currency", "count.words", "duration", "enum.words"})
+COUNT_NOUNS = {"adult": "adults", "night": "nights", "day": "days", "room": "rooms", "guest": "guests",
+               "person": "people", "traveller": "travellers", "traveler": "travelers", "ticket": "tickets",
+               "child": "children", "week": "weeks", "seat": "seats"}
+
+
+def pool_vocabulary(pools: ValuePools) -> dict[str, list[str]]:
+    """Enum value -> how the pools say it (`words`), for reading a query: "cheapest" for price."""
+    vocabulary: dict[str, list[str]] = {}
+    for slot in pools.slots.values():
+        for value in slot.values:
+            said = value.get(WORDS_FIELD)
+            named = [v for k, v in value.items() if k != WORDS_FIELD and isinstance(v, str)]
+            if isinstance(said, str) and len(named) == 1:
+                vocabulary.setdefault(named[0], [])
+                if said not in vocabulary[named[0]]:
+                    vocabulary[named[0]].append(said)
+    return vocabulary
+
+
+def template_provenance(sample: Sample, pools: ValuePools) -> tuple[Provenance | None, str | None]:
+    """The template's recorded map, or one inferred now (a template pulled before maps were
+    recorded); (None, why) when its values cannot all be tied to the query."""
+    recorded = recorded_provenance(sample)
+    if recorded is not None:
+        problems = check_provenance(sample, recorded)
+        return (recorded, None) if not problems else (None, problems[0].describe())
+    inferred = infer_provenance(sample, enum_vocabulary=pool_vocabulary(pools))
+    if inferred.ungrounded:
+        return None, inferred.ungrounded[0].describe()
+    return inferred.provenance, None
+
+
+def _stated_source(provenance: Provenance, label: str, argument: str) -> ValueSource | None:
+    source = provenance.get(label, {}).get(argument)
+    if source is None or source.kind not in QUERY_KINDS or source.rule not in WRITABLE_RULES or not source.spans:
+        return None
+    if len(source.spans) > 1 and source.rule != LITERAL:
+        return None  # only a name is said in several places
+    return source
+
+
+def substitute_slots(sample: Sample, pools: ValuePools, rng: random.Random,
+                     provenance: Provenance | None = None) -> Substitution:
+    """New values for the slots the query states, written only at the words their provenance
+    names (in the words' own style: "a group of four" -> "the two of us", "5:45 pm" -> "9 am"),
+    then every value with query words as its source read again from the new query: a stay said
+    "for a week starting D" ends 7 days after the new D, a party stated once is the party of every
+    call that reads those words. A word elsewhere in the query that happens to spell an old value
+    is never touched. `provenance`: the template's map (inferred when None). A draw a rule cannot
+    say, or whose words collide, comes back with `problem` set."""
+    query = user_query(sample)
+    if provenance is None:
+        provenance, why = template_provenance(sample, pools)
+        if provenance is None:
+            return Substitution(query, sample.calls, [], problem=("stage3.no_provenance", why or ""))
+    instances = detect_slot_instances(sample, pools)
+    stated = [instance for instance in instances
+              if any(_stated_source(provenance, site.label, argument) is not None
+                     for site in instance.sites for argument in site.use.arguments)]
+    new_values = choose_new_values(stated, pools, rng)
+    edits: dict[tuple[int, int], SpanEdit] = {}
+    changed = []
+    for instance, new in zip(stated, new_values):
+        for site in instance.sites:
+            for argument, field_name in site.use.arguments.items():
+                source = _stated_source(provenance, site.label, argument)
+                if source is None:
+                    continue  # not said by itself (a default, or recomputed from other words)
+                words = new.get(WORDS_FIELD) if source.rule == "enum.words" else None
+                for span in source.spans:  # a name said in several places is said anew in each
+                    text = write(source.rule or LITERAL, new.get(field_name), span.text, words)
+                    if text is None:
+                        return Substitution(query, sample.calls, [], problem=(
+                            "stage3.underivable", f"{site.label}.{argument}: {source.describe()} cannot say "
+                                                  f"{json.dumps(new.get(field_name), ensure_ascii=False)}"))
+                    edit = SpanEdit(span.start, span.end, text)
+                    if edits.get(span.key(), edit) != edit:
+                        return Substitution(query, sample.calls, [], problem=(
+                            "stage3.span_conflict", f"{span.text!r} would have to say both "
+                                                    f"{edits[span.key()].text!r} and {text!r}"))
+                    edits[span.key()] = edit
+        changed.append((instance.slot, instance.value, new))
+    edits.update(_noun_agreements(query, list(edits.values()), provenance, sample))
+    new_query = apply_edits(query, list(edits.values()))
+    moved = rebase_spans(provenance, list(edits.values()), new_query)
+    if moved is None:
+        return Substitution(query, sample.calls, [], problem=("stage3.span_conflict", "an edit cuts the words of a source"))
+    said = sample.model_copy(update={"messages": _with_query(sample.messages, new_query)})
+    recomputed = recompute_values(said, moved)
+    if recomputed.problems:
+        first = recomputed.problems[0]
+        return Substitution(query, sample.calls, [], problem=("stage3.underivable", first.describe()))
+    for instance, new in zip(stated, new_values):  # each new value must read back from its words
+        for site in instance.sites:
+            call = next(c for step in recomputed.calls for c in step if c.label == site.label)
+            for argument, field_name in site.use.arguments.items():
+                source = _stated_source(provenance, site.label, argument)
+                if source is not None and call.arguments.get(argument) != new.get(field_name):
+                    return Substitution(query, sample.calls, [], problem=(
+                        "stage3.underivable", f"{site.label}.{argument}: the words written for "
+                                              f"{json.dumps(new.get(field_name))} read back as "
+                                              f"{json.dumps(call.arguments.get(argument))}"))
+    stated_labels = {(site.label, argument) for instance in stated for site in instance.sites
+                     for argument in site.use.arguments}
+    dependent = [item for item in recomputed.changed if (item[0], item[1]) not in stated_labels
+                 or _stated_source(provenance, item[0], item[1]) is None]
+    calls = [[Call(label=call.label, name=call.name, arguments=call.arguments) for call in step]
+             for step in recomputed.calls]
+    return Substitution(new_query, calls, changed, moved, dependent)
+
+
+def _with_query(messages: list[dict[str, Any]], query: str) -> list[dict[str, Any]]:
+    updated = [dict(message) for message in messages]
+    for message in reversed(updated):
+        if message.get("role") == "user":
+            message["content"] = query
+            return updated
+    return updated + [{"role": "user", "content": query}]
+
+
+def _noun_agreements(query: str, edits: Sequence[SpanEdit], provenance: Provenance,
+                     sample: Sample) -> dict[tuple[int, int], SpanEdit]:
+    """A count written as digits keeps its noun in the right number ("for 2 adults" -> "for 1
+    adult", never "for 1 adults"): the noun after it is edited too (its own edit, next to the
+    count's, so no source's words are cut)."""
+    spans = [span.key() for arguments in provenance.values() for source in arguments.values() for span in source.spans]
+    found = {}
+    for edit in edits:
+        text = edit.text.strip()
+        if not re.fullmatch(r"\d+", text):
+            continue
+        match = re.match(r"(\s+)([A-Za-z]+)\b", query[edit.end:])
+        if match is None:
+            continue
+        noun = match.group(2)
+        singular = next((one for one, many in COUNT_NOUNS.items() if noun.lower() in (one, many)), None)
+        if singular is None:
+            continue
+        wanted = singular if int(text) == 1 else COUNT_NOUNS[singular]
+        wanted = wanted.capitalize() if noun[:1].isupper() else wanted
+        start = edit.end + len(match.group(1))
+        if wanted != noun and not any(s < start + len(noun) and start < e for s, e in spans):
+            found[(start, start + len(noun))] = SpanEdit(start, start + len(noun), wanted)
+    return found
 
 
 def _group_mapping(instances: Sequence[SlotInstance], pools: ValuePools, rng: random.Random) -> dict[str, str]:
@@ -318,58 +473,46 @@ def _fields_key(value: dict[str, Any], fields: Sequence[str]) -> str:
     return json.dumps([value.get(f) for f in fields if f != WORDS_FIELD], default=str)
 
 
-def substitute_slots(sample: Sample, pools: ValuePools, rng: random.Random) -> Substitution:
-    """Replace every slot value the query states, in the query and in each argument holding it.
-    Values the query does not state are left alone: changing them would make the query and the
-    arguments disagree."""
-    query = user_query(sample)
-    instances = detect_slot_instances(sample, pools)
-    spans = stated_spans(query, instances)
-    stated = [instance for index, instance in enumerate(instances) if index in spans]
-    new_values = choose_new_values(stated, pools, rng)
-    edits: list[tuple[Span, str]] = []
-    by_label: dict[str, dict[str, Any]] = {}
-    changed = []
-    for instance, new in zip(stated, new_values):
-        index = instances.index(instance)
-        edits += [(span, render_like(span, new.get(span.field, ""))) for span in spans[index]]
-        for site in instance.sites:
-            updates = by_label.setdefault(site.label, {})
-            updates.update({arg: new[f] for arg, f in site.use.arguments.items()})
-        changed.append((instance.slot, instance.value, new))
-    for span, text in sorted(edits, key=lambda edit: -edit[0].start):
-        query = query[:span.start] + text + query[span.end:]
-    calls = [[Call(label=call.label, name=call.name, arguments={**call.arguments, **by_label.get(call.label, {})})
-              for call in step] for step in sample.calls]
-    return Substitution(query, calls, changed)
-
-
 # --------------------------------------------------------------------------- the stage3 check
-def slot_value_problem(template: Sample, variant: Sample, pools: ValuePools) -> str | None:
+@dataclass
+class TemplateSlots:
+    """What a template's query states of the pools, read once per template (not per variant)."""
+
+    instances: list[SlotInstance]
+    stated: dict[int, list[Span]]
+    stated_sites: set[tuple[str, tuple[str, ...]]]
+
+    @classmethod
+    def of(cls, template: Sample, pools: ValuePools) -> "TemplateSlots":
+        instances = detect_slot_instances(template, pools)
+        stated = stated_spans(user_query(template), instances)
+        sites = {(site.label, tuple(sorted(site.use.arguments)))
+                 for index, instance in enumerate(instances) if index in stated for site in instance.sites}
+        return cls(instances, stated, sites)
+
+
+def slot_value_problem(template: Sample | TemplateSlots, variant: Sample, pools: ValuePools) -> str | None:
     """Why the variant drops a slot value, or None. Only values the template's query stated are
     checked (a default the template leaves unsaid may stay unsaid):
     - the variant's argument there must be stated by the variant's query;
     - a value the template's query stated must not still be stated by the variant's query when no
       argument of the variant holds it any more."""
-    template_query, variant_query = user_query(template), user_query(variant)
-    template_instances = detect_slot_instances(template, pools)
-    stated = stated_spans(template_query, template_instances)
-    stated_sites = {(site.label, tuple(sorted(site.use.arguments)))
-                    for index, instance in enumerate(template_instances) if index in stated for site in instance.sites}
+    slots = template if isinstance(template, TemplateSlots) else TemplateSlots.of(template, pools)
+    variant_query = user_query(variant)
     variant_instances = detect_slot_instances(variant, pools)
     variant_keys = {instance.key() for instance in variant_instances}
     for instance in variant_instances:
-        at_stated_site = any((site.label, tuple(sorted(site.use.arguments))) in stated_sites for site in instance.sites)
+        at_stated_site = any((site.label, tuple(sorted(site.use.arguments))) in slots.stated_sites for site in instance.sites)
         if at_stated_site and not _is_stated(variant_query, instance):
             site = instance.sites[0]
             return f"argument {site.label}.{'/'.join(sorted(site.use.arguments))} holds {instance.describe()}, which the query does not state"
     held = {str(value).lower() for call in variant.all_calls() for value in call.arguments.values() if _is_literal(value)}
-    for index, instance in enumerate(template_instances):
-        if index not in stated or instance.key() in variant_keys:
+    for index, instance in enumerate(slots.instances):
+        if index not in slots.stated or instance.key() in variant_keys:
             continue
         if _still_stated(variant_query, instance, held):
             return f"the query still states {instance.describe()} but no argument holds it"
-    lost = [site for index, instance in enumerate(template_instances) if index in stated for site in instance.sites
+    lost = [site for index, instance in enumerate(slots.instances) if index in slots.stated for site in instance.sites
             if not _site_filled(variant, site)]
     if lost:
         return f"argument {lost[0].label}.{'/'.join(sorted(lost[0].use.arguments))} lost the value the query states"

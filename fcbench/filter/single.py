@@ -39,8 +39,9 @@ from fcbench.sample import Sample, sample_to_dict
 from fcbench.stats.tables import LONG_CONTEXT
 from fcbench.stats.tokens import ENCODING, context_tokens
 from fcbench.stats.validated_file import file_stats
-from fcbench.checks.verdicts import (DECIDE_AGAIN_ON_RERUN, UNDECIDED_SEMANTIC, FilterCategory, Verdict, comparison_of,
-                              execution_verdict, static_verdict)
+from fcbench.checks.provenance import PROVENANCE_META, provenance_from_meta, kind_counts
+from fcbench.checks.verdicts import (DECIDE_AGAIN_ON_RERUN, UNDECIDED_SEMANTIC, FilterCategory, Verdict, audit_verdict,
+                                     comparison_of, execution_verdict, static_verdict)
 
 BATCH_SIZE = 128  # samples executed per round trip to the environment, and per journal flush
 
@@ -71,9 +72,48 @@ class FilterSummary:
     # ComplexFuncBench's Table 3 row of the validated file as a whole (fcbench.stats.tables), measured
     # once here and cached by the file's content for the export's card (fcbench.stats.validated_file)
     shape: dict[str, Any] = field(default_factory=dict)
+    # where the kept samples' argument values come from (fcbench.checks.provenance), by kind of source
+    provenance: dict[str, Any] = field(default_factory=dict)
+    # what the gold audit checked and rejected (fcbench.checks.gold_audit), for the card and the report
+    gold_audit: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass
+class ProvenanceCounts:
+    """Argument values of the kept samples by kind of source (derived ones by rule)."""
+
+    samples: int = 0
+    recorded: int = 0  # samples whose map came from stage2/stage3 (the rest: inferred by the filter)
+    values: Counter[str] = field(default_factory=Counter)
+
+    def add(self, verdict: Verdict) -> None:
+        if verdict.provenance is None:
+            return
+        self.samples += 1
+        self.recorded += verdict.provenance_from == "recorded"
+        self.values.update(kind_counts(provenance_from_meta(verdict.provenance)))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"samples": self.samples, "recorded": self.recorded, "inferred": self.samples - self.recorded,
+                "values_by_kind": dict(sorted(self.values.items())), "values": sum(self.values.values())}
+
+
+GOLD_RULES = ("gold.derived_mismatch", "gold.party_not_carried", "gold.pick_not_stated", "gold.pick_boundary",
+              "gold.pick_mismatch", "gold.unstated_entry", "gold.redundant_call")
+
+
+def gold_audit_summary(verdicts: Sequence[Verdict], settings: FilterConfig) -> dict[str, Any]:
+    rejected = Counter(v.reason for v in verdicts if v.category is FilterCategory.FAILED_GOLD)
+    return {"mode": settings.gold_audit, "rules": list(GOLD_RULES), "min_nested_calls": settings.min_nested_calls,
+            "checked": sum(1 for v in verdicts if v.category in (FilterCategory.PASSED, FilterCategory.FAILED_GOLD,
+                                                                 FilterCategory.FAILED_EXECUTION,
+                                                                 FilterCategory.FAILED_REPRODUCTION,
+                                                                 FilterCategory.FAILED_SEMANTIC)),
+            "rejected": sum(rejected.values()), "rejected_by_reason": dict(sorted(rejected.items())),
+            "judge": None}
 
 
 @dataclass(frozen=True)
@@ -205,11 +245,14 @@ def run_filter(items: Iterable[Sample | Rejected], environment: Environment, set
                 journal.flush()
                 progress.advance(len(batch))
         verdicts, kept_tokens = [], []
+        sources = ProvenanceCounts()
         for key in keys:
             entry = journal.entry(key)
             verdicts.append(Verdict.from_json(entry["verdict"]))
             if verdicts[-1].kept:  # (a journal of an older version has no count: made now)
                 kept_tokens.append(entry.get("context_tokens") or context_tokens(Sample.model_validate(entry["sample"])))
+                sources.add(verdicts[-1])
+            verdicts[-1].provenance = None  # counted: the maps stay on disk, not in memory
         kept = sum(verdict.kept for verdict in verdicts)
         guarded = guard_output(paths.validated, kept, force=force, min_share=min_output_share)
         write_json_lines(guarded.path(paths.validated),
@@ -233,6 +276,8 @@ def run_filter(items: Iterable[Sample | Rejected], environment: Environment, set
         outputs={"validated": str(guarded.path(paths.validated)), "rejects": str(guarded.path(paths.rejects))},
         output_guard=guarded.summary(),
         shape=file_stats(guarded.path(paths.validated)).domains[-1].as_dict(),
+        provenance=sources.as_dict(),
+        gold_audit=gold_audit_summary(verdicts, settings),
     )
     write_json(guarded.path(paths.summary), summary.as_dict(), indent=2)
     paths.journal.unlink(missing_ok=True)  # the outputs now hold every decision
@@ -272,13 +317,17 @@ def context_summary(tokens: Sequence[int]) -> dict[str, Any]:
 
 
 def _with_derivations(sample: Sample, static: Verdict) -> Sample:
-    """The kept sample, saying how its implied argument values were found (meta.grounding)."""
-    if not static.derived and not static.deferred:
-        return sample
-    grounding = {"derived": static.derived}
-    if static.deferred:
-        grounding["left_to_semantic_check"] = static.deferred
-    return sample.model_copy(update={"meta": {**sample.meta, "grounding": grounding}})
+    """The kept sample, saying where each argument value comes from (meta.provenance) and how its
+    implied values were found (meta.grounding)."""
+    meta = dict(sample.meta)
+    if static.provenance is not None:
+        meta[PROVENANCE_META] = static.provenance
+    if static.derived or static.deferred:
+        grounding: dict[str, Any] = {"derived": static.derived}
+        if static.deferred:
+            grounding["left_to_semantic_check"] = static.deferred
+        meta["grounding"] = grounding
+    return sample.model_copy(update={"meta": meta}) if meta != sample.meta else sample
 
 
 def _decide_batch(batch: Sequence[tuple[str, Sample | Rejected]], environment: Environment,
@@ -307,6 +356,9 @@ def _decide_batch(batch: Sequence[tuple[str, Sample | Rejected]], environment: E
         sample_runs = [attempt[index] for attempt in runs]
         verdict = execution_verdict(sample, sample_runs, comparison, static.notes)
         verdict.derived, verdict.deferred = static.derived, static.deferred
+        verdict.provenance, verdict.provenance_from = static.provenance, static.provenance_from
+        if sample_runs[0].ok:
+            verdict = audit_verdict(sample_runs[0].sample, verdict, settings)
         decided.append((key, verdict, _with_derivations(sample_runs[0].sample, static) if verdict.kept else sample))
     if semantic_check is not None:  # last and dearest: only what executed is asked about
         passed = [(key, verdict, kept) for key, verdict, kept in decided if verdict.kept]

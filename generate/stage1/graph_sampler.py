@@ -35,7 +35,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 from fcbench.checks.constraints import PickSpec, choose_pick, parse_path as parse_field_path
 from fcbench.environments import Environment
+from fcbench.checks.gold_audit import CARRIED_PARAMETERS, gold_audit
 from fcbench.checks.grounding import ungrounded_values
+from fcbench.checks.provenance import infer_provenance
 from fcbench.references import format_reference
 from fcbench.resolve import walk_path
 from fcbench.sample import Call, Sample, Tool
@@ -734,14 +736,57 @@ def propose_draft(request: DraftRequest, graph: FeedGraph, pools: ValuePools, ph
         plan_call(ctx, goal, trip, goal_index)
     if max(node.depth for node in ctx.nodes) + 1 > request.max_steps:
         raise PlanFailed(f"the path needs more than max_steps={request.max_steps} steps")
+    carry_party(ctx)
     calls = execute_plan(ctx, environment)
     query = render_query(ctx)
-    probe = Sample(id="probe", messages=[{"role": "user", "content": query}], tools=list(tools), calls=calls)
+    probe = Sample(id="probe", messages=[{"role": "user", "content": query}], tools=list(tools), calls=calls,
+                   meta={"picks": ctx.pick_records})
     ungrounded = ungrounded_values(probe)
     if ungrounded:
         raise PlanFailed(f"the query does not state {ungrounded[0].describe()}")
+    # a draft must mean what it says: its values tied to the query's words, every entry it reads
+    # chosen by the query, the party carried, no call the query does not ask for
+    inferred = infer_provenance(probe)
+    if inferred.ungrounded:
+        raise PlanFailed(f"the query does not say {inferred.ungrounded[0].describe()}")
+    problems = gold_audit(probe, inferred.provenance)
+    if problems:
+        raise PlanFailed(f"{problems[0].reason}: {problems[0].detail}")
     journeys = {node.tool: node.journey for node in ctx.nodes if node.journey is not None}
     return ProposedDraft(query, calls, dict(sorted(ctx.values.items())), journeys, ctx.pick_records)
+
+
+def carry_party(ctx: DraftContext) -> None:
+    """A party size (adults...) set on one call of a chain is every chained call's that takes it:
+    the rooms of a hotel found for four are rooms for four (said once, where it was drawn). Two
+    parties in one chain make no draft."""
+    neighbours: dict[int, set[int]] = {index: set() for index in range(len(ctx.nodes))}
+    for index, node in enumerate(ctx.nodes):
+        for group in node.fed:
+            neighbours[index].add(group.source)
+            neighbours[group.source].add(index)
+    seen: set[int] = set()
+    for start in range(len(ctx.nodes)):
+        if start in seen:
+            continue
+        chain, todo = set(), [start]
+        while todo:
+            index = todo.pop()
+            if index not in chain:
+                chain.add(index)
+                todo.extend(neighbours[index] - chain)
+        seen |= chain
+        for name in CARRIED_PARAMETERS:
+            values = {repr(ctx.nodes[i].literals[name]): ctx.nodes[i].literals[name] for i in chain
+                      if name in ctx.nodes[i].literals}
+            if len(values) > 1:
+                raise PlanFailed(f"one chain of calls for two parties ({name}: {sorted(values)})")
+            if values:
+                value = next(iter(values.values()))
+                for index in sorted(chain):
+                    node = ctx.nodes[index]
+                    if name not in node.literals and name in (ctx.graph.tools[node.tool].parameters.get("properties") or {}):
+                        node.literals[name] = value
 
 
 # --------------------------------------------------------------------------- tool subsets
