@@ -25,7 +25,7 @@ from typing import Any, Iterable, Sequence
 
 from fcbench.checks.provenance import (QUERY_KINDS, Provenance, SpanEdit, ValueSource, apply_edits, check_provenance,
                                        infer_provenance, rebase_spans, recompute_values, recorded_provenance)
-from fcbench.checks.value_rules import LITERAL, write
+from fcbench.checks.value_rules import DEPENDENT_RULES, LITERAL, write
 from fcbench.errors import UserError
 from fcbench.references import parse_reference
 from fcbench.sample import Call, Sample, user_query  # noqa: F401 (user_query: part of the slot helpers' interface)
@@ -226,17 +226,20 @@ def _is_literal(value: Any) -> bool:
     return value is not None and parse_reference(value) is None and not isinstance(value, (dict, list))
 
 
-def _matching_value(slot: Slot, use: SlotUse, call: Call) -> dict[str, Any] | None:
+def _matching_value(slot: Slot, arguments: dict[str, str], call: Call) -> dict[str, Any] | None:
     for value in slot.values:
         if all(call.arguments[arg] == value[f] and type(call.arguments[arg]) is not bool
-               for arg, f in use.arguments.items()):
+               for arg, f in arguments.items()):
             return value
     return None
 
 
-def detect_slot_instances(sample: Sample, pools: ValuePools) -> list[SlotInstance]:
+def detect_slot_instances(sample: Sample, pools: ValuePools, provenance: Provenance | None = None) -> list[SlotInstance]:
     """The slot values the path's literal arguments hold, in path order; calls holding the same
-    value of the same slot share one instance (so they change together)."""
+    value of the same slot share one instance (so they change together). With the template's
+    `provenance`, an argument recomputed from other words (a stay's end said "for a week") is
+    not matched: the hotel's week and the car's three days of one trip are one stay, which starts
+    on the same day."""
     instances: dict[str, SlotInstance] = {}
     for call in sample.all_calls():
         taken: set[str] = set()
@@ -244,7 +247,11 @@ def detect_slot_instances(sample: Sample, pools: ValuePools) -> list[SlotInstanc
             names = set(use.arguments)
             if names & taken or not all(name in call.arguments and _is_literal(call.arguments[name]) for name in names):
                 continue
-            value = _matching_value(slot, use, call)
+            matched = {arg: f for arg, f in use.arguments.items()
+                       if not _recomputed(provenance, call.label, arg)}
+            if not matched:
+                continue
+            value = _matching_value(slot, matched, call)
             if value is None:
                 continue
             taken |= names
@@ -254,6 +261,11 @@ def detect_slot_instances(sample: Sample, pools: ValuePools) -> list[SlotInstanc
             if existing is not instance:
                 existing.sites.append(site)
     return list(instances.values())
+
+
+def _recomputed(provenance: Provenance | None, label: str, argument: str) -> bool:
+    source = (provenance or {}).get(label, {}).get(argument)
+    return source is not None and source.rule in DEPENDENT_RULES
 
 
 def stated_spans(query: str, instances: Sequence[SlotInstance]) -> dict[int, list[Span]]:
@@ -308,14 +320,17 @@ def pool_vocabulary(pools: ValuePools) -> dict[str, list[str]]:
     return vocabulary
 
 
-def template_provenance(sample: Sample, pools: ValuePools) -> tuple[Provenance | None, str | None]:
+def template_provenance(sample: Sample, pools: ValuePools | None) -> tuple[Provenance | None, str | None]:
     """The template's recorded map, or one inferred now (a template pulled before maps were
     recorded); (None, why) when its values cannot all be tied to the query."""
-    recorded = recorded_provenance(sample)
+    try:
+        recorded = recorded_provenance(sample)
+    except ValueError as exc:  # ProvenanceError: a map that cannot be read
+        return None, str(exc)
     if recorded is not None:
         problems = check_provenance(sample, recorded)
         return (recorded, None) if not problems else (None, problems[0].describe())
-    inferred = infer_provenance(sample, enum_vocabulary=pool_vocabulary(pools))
+    inferred = infer_provenance(sample, enum_vocabulary=pool_vocabulary(pools) if pools is not None else {})
     if inferred.ungrounded:
         return None, inferred.ungrounded[0].describe()
     return inferred.provenance, None
@@ -344,7 +359,7 @@ def substitute_slots(sample: Sample, pools: ValuePools, rng: random.Random,
         provenance, why = template_provenance(sample, pools)
         if provenance is None:
             return Substitution(query, sample.calls, [], problem=("stage3.no_provenance", why or ""))
-    instances = detect_slot_instances(sample, pools)
+    instances = detect_slot_instances(sample, pools, provenance)
     stated = [instance for instance in instances
               if any(_stated_source(provenance, site.label, argument) is not None
                      for site in instance.sites for argument in site.use.arguments)]

@@ -92,7 +92,7 @@ _WHOLE_WEEK = re.compile(r"\b(?:a|one|the|for the|this) (?P<word>week|weekend)\b
 # A clock time: 12-hour with am/pm (1-12), or an hour of 13-23 / 0 written with am/pm (nonsense:
 # claimed, read as nothing, so its digits are not taken as a 24-hour time either).
 _TIME_OF_DAY = re.compile(
-    r"\b(?P<hour>\d{1,2})(?:[:.](?P<minute>\d{2}))?\s*(?P<half>a\.?m\.?|p\.?m\.?)(?![a-z])", re.I)
+    r"\b(?P<hour>\d{1,2})(?:[:.](?P<minute>\d{2}))?\s*(?P<half>[ap]\.m\.|[ap]\.?m)(?![a-z])", re.I)
 _HOUR_WORDS = [w for w, n in NUMBER_WORDS.items() if isinstance(n, int) and 1 <= n <= 12 and " " not in w
                and w not in ("a", "an", "single")]
 _HALF_PAST = re.compile(r"\b(?P<kind>half|quarter) (?P<rel>past|to) (?P<hour>\d{1,2}|" + "|".join(_HOUR_WORDS)

@@ -232,8 +232,12 @@ class _QueryReading:
     def candidates(self, value: Any, schema: Mapping[str, Any]) -> list[_Candidate]:
         """Every way the query states `value`, by rule."""
         found: list[_Candidate] = []
+        member = isinstance(value, str) and (value in (schema.get("enum") or []) or value in self.enum_vocabulary)
         for start, end in self.literal_places(value):
-            found.append(_Candidate(ValueSource(kind="slot", rule=LITERAL, spans=(self.span(start, end),))))
+            if member and self.query[start:end] != value:  # "cheapest" for CHEAPEST: said in words
+                found.append(_Candidate(ValueSource(kind="derived", rule="enum.words", spans=(self.span(start, end),))))
+            else:
+                found.append(_Candidate(ValueSource(kind="slot", rule=LITERAL, spans=(self.span(start, end),))))
         for fact in self.facts.stated:
             if not self.free(fact.start, fact.end):
                 continue
@@ -730,9 +734,12 @@ def _combo_cost(combo: Sequence[_Candidate], fixed: Sequence[int], anchors: Sequ
         cost += ANCHOR_WEIGHT * min(abs(centre - anchor) for anchor in anchors)
     keys = [key for candidate in combo for key in candidate.keys]
     cost += REUSE_COST * sum(1 for key in keys if key in used)
+    # one span usually says one value of a call (a derived date's anchor is its start's own words)
+    own = [key for candidate in combo
+           for key in (candidate.keys[1:] if candidate.source.rule in DEPENDENT_RULES else candidate.keys)]
+    cost += 2 * REUSE_COST * (len(own) - len(set(own)))
     # words inside another value's words are not this value ("London" of "London Eye")
     cost += 1000.0 * sum(1 for key in keys if key not in used and _overlaps(key[0], key[1], used))
-    cost += 1000.0 * (len(keys) - len(set(keys)))  # one span says one value of a call
     return cost
 
 
@@ -915,8 +922,8 @@ def apply_edits(query: str, edits: Sequence[SpanEdit]) -> str:
 
 def rebase_spans(provenance: Provenance, edits: Sequence[SpanEdit], new_query: str) -> Provenance | None:
     """The map with every span moved to where its words are in the edited query: an edited span
-    holds its new words, a span holding edited words is re-read whole, the others shift. None when
-    an edit cuts a span or replaces part of one."""
+    holds its new words, a span holding an edit is read again whole, the others shift. None when an
+    edit crosses a span's edge (it cuts the words in two) or replaces a span with more around it."""
     ordered = sorted(edits, key=lambda e: e.start)
 
     def shift(position: int) -> int:
@@ -999,6 +1006,92 @@ def recompute_values(sample: Sample, provenance: Provenance) -> Recomputed:
             new_step.append(call.model_copy(update={"arguments": arguments}))
         result.calls.append(new_step)
     return result
+
+
+# ------------------------------------------------------------------- stage3: an LLM's variant
+@dataclass
+class FollowedTemplate:
+    sample: Sample  # the variant with every query-sourced value read again from its words
+    provenance: Provenance
+    problems: list[ProvenanceProblem] = field(default_factory=list)
+    recomputed: list[tuple[str, str, Any, Any]] = field(default_factory=list)
+
+
+def follow_template(variant: Sample, template: Provenance,
+                    enum_vocabulary: Mapping[str, Sequence[str]] | None = None) -> FollowedTemplate:
+    """An LLM variant's values tied to its own query the way the template's were to the
+    template's: each argument keeps its kind of source; a value the template derived from a date
+    and a duration ("a week starting D") is derived again from the variant's date and the duration
+    its query states, whatever the model wrote; arguments that read one span in the template (a
+    party said once for a search and its rooms) read one span in the variant. Every value is then
+    read from its words (`recompute_values`): the model's dependent values are never kept on
+    their own. A value the variant's query does not state, or a rule that cannot be applied, is a
+    problem (the variant's reject)."""
+    inferred = infer_provenance(variant, guide=template, enum_vocabulary=enum_vocabulary)
+    provenance = {label: dict(arguments) for label, arguments in inferred.provenance.items()}
+    problems = [p for p in inferred.ungrounded if not _is_dependent(template, p.label, p.parameter)]
+    query = user_query(variant)
+    facts = QueryFacts(query)
+    for label, arguments in template.items():
+        for name, source in arguments.items():
+            if source.rule in DEPENDENT_RULES and len(source.spans) == 2:
+                anchor = _partner_span(template, provenance, label, name, source.spans[0].key())
+                shift = _nearest_shift(facts, anchor) if anchor is not None else None
+                if anchor is None or shift is None:
+                    problems.append(ProvenanceProblem(label, name, "underivable",
+                                                      f"the variant's query gives no date and duration to derive it "
+                                                      f"from (the template's: {source.describe()})"))
+                    provenance.get(label, {}).pop(name, None)
+                    continue
+                provenance.setdefault(label, {})[name] = ValueSource(
+                    kind="derived", rule=source.rule, spans=(anchor, query_spans(query, shift.start, shift.end)))
+    for members in _shared_spans(template):
+        first = next((provenance.get(label, {}).get(name) for label, name in members
+                      if provenance.get(label, {}).get(name) is not None and provenance[label][name].kind in QUERY_KINDS), None)
+        if first is not None:
+            for label, name in members:
+                provenance.setdefault(label, {})[name] = first
+    recomputed = recompute_values(variant, provenance)
+    problems += recomputed.problems
+    updated = variant.model_copy(update={"calls": recomputed.calls})
+    return FollowedTemplate(updated, provenance, problems, recomputed.changed)
+
+
+def _is_dependent(template: Provenance, label: str, name: str) -> bool:
+    source = template.get(label, {}).get(name)
+    return source is not None and source.rule in DEPENDENT_RULES
+
+
+def _partner_span(template: Provenance, variant: Provenance, label: str, name: str,
+                  key: tuple[int, int]) -> QuerySpan | None:
+    """The variant's words for the date a template's derived date was counted from: the span of
+    the argument that read the same words in the template (the stay's start)."""
+    for other_label, arguments in template.items():
+        for other_name, source in arguments.items():
+            if (other_label, other_name) == (label, name) or source.rule in DEPENDENT_RULES:
+                continue
+            if source.spans and source.spans[0].key() == key:
+                found = variant.get(other_label, {}).get(other_name)
+                if found is not None and found.spans:
+                    return found.spans[0]
+    return None
+
+
+def _nearest_shift(facts: QueryFacts, anchor: QuerySpan) -> Stated | None:
+    shifts = [fact for fact in facts.stated if fact.rule in ("duration", "offset")]
+    if not shifts:
+        return None
+    return min(shifts, key=lambda fact: (min(abs(fact.start - anchor.end), abs(anchor.start - fact.end)), fact.start))
+
+
+def _shared_spans(template: Provenance) -> list[list[tuple[str, str]]]:
+    """Arguments that read the very same words in the template (single-span query sources)."""
+    groups: dict[tuple[Any, ...], list[tuple[str, str]]] = {}
+    for label, arguments in template.items():
+        for name, source in arguments.items():
+            if source.kind in QUERY_KINDS and len(source.spans) == 1 and source.rule not in DEPENDENT_RULES:
+                groups.setdefault((source.rule, source.spans[0].key()), []).append((label, name))
+    return [members for members in groups.values() if len(members) > 1]
 
 
 # ------------------------------------------------------------------------------ summaries

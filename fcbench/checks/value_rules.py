@@ -131,7 +131,9 @@ def _read_enum_words(text: str, params: Mapping[str, Any], schema: Mapping[str, 
     if params.get("words") is not None and said == " ".join(str(params["words"]).split()).lower():
         return params.get("value", UNREAD)
     members = [member for member in (schema or {}).get("enum") or [] if isinstance(member, str)]
-    return next((member for member in members if enum_words(member) == said), UNREAD)
+    if not members and isinstance(params.get("value"), str):
+        members = [params["value"]]
+    return next((member for member in members if enum_words(member) == said or member.lower() == said), UNREAD)
 
 
 def _read_offset(texts: Sequence[str]) -> Any:

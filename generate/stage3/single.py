@@ -44,9 +44,9 @@ from fcbench.formats import Rejected, read_samples
 from fcbench.jsonl import StagedFile, iter_json_lines
 from fcbench.references import parse_reference
 from fcbench.sample import Call, Provenance, Sample, sample_to_dict
-from fcbench.checks.provenance import PROVENANCE_META, query_too_long, with_provenance
-from generate.slots import (TemplateSlots, ValuePools, load_value_pools, slot_value_problem, substitute_slots,
-                            template_provenance, user_query)
+from fcbench.checks.provenance import PROVENANCE_META, follow_template, query_too_long, with_provenance
+from generate.slots import (TemplateSlots, ValuePools, load_value_pools, pool_vocabulary, slot_value_problem,
+                            substitute_slots, template_provenance, user_query)
 from fcbench.llm.prompts import PromptFile
 from fcbench.runtime.output_guard import finish_summary, place_guarded
 from fcbench.runtime.progress import StageProgress, lines_in, progress_of
@@ -433,12 +433,36 @@ class LLMGeneralizer:
     async def variants(self, template: Sample) -> _Outcome:
         outcome = _Outcome()
         numbers = range(1, self.pipeline.stages.stage3.variants + 1)
+        too_long = query_too_long(template)
+        if too_long:
+            outcome.rejects.append(_reject(f"{template.id}-v1", template, "stage3.query_too_long", too_long))
+            return outcome
+        vocabulary = pool_vocabulary(self.pools) if self.pools is not None else {}
+        template_map, why = template_provenance(template, self.pools)
+        if template_map is None and self.pipeline.stages.stage3.fill != "annotators":
+            outcome.rejects.append(_reject(f"{template.id}-v1", template, "stage3.no_provenance",
+                                           f"the template's values cannot all be tied to its query: {why}"))
+            return outcome
         drafted = await asyncio.gather(*(self._variant(template, number) for number in numbers))
         for number, result in zip(numbers, drafted):
             variant_id = f"{template.id}-v{number}"
             if isinstance(result, dict):
                 outcome.rejects.append(result)
                 continue
+            if template_map is not None and not result.meta["stage3"].get("needs_arguments"):
+                # the model's values tied to its query like the template's, dependent ones read again
+                followed = follow_template(result, template_map, vocabulary)
+                if followed.problems:
+                    first = followed.problems[0]
+                    reason = "grounding.ungrounded_value" if first.code == "ungrounded" else "stage3.underivable"
+                    outcome.rejects.append(_reject(variant_id, template, reason, first.describe(), result))
+                    continue
+                stage3_meta = dict(result.meta["stage3"])
+                if followed.recomputed:
+                    stage3_meta["recomputed"] = [{"label": label, "argument": name, "from": old, "to": new}
+                                                 for label, name, old, new in followed.recomputed]
+                result = with_provenance(followed.sample.model_copy(update={"meta": {**result.meta, "stage3": stage3_meta}}),
+                                         followed.provenance)
             try:
                 if result.meta["stage3"].get("needs_arguments"):
                     repeated = repeat_problem(template, result, outcome.candidates)
