@@ -30,6 +30,12 @@ class ProblemCode(str, Enum):
     STALE_DRAFT = "stale_draft"  # the task's draft is not the current drafts.jsonl's (another stage1 run)
     BAD_FORM = "bad_form"  # a call form that cannot be read (no label, bad step number, a value not of its type)
     CONFLICTING_EDITS = "conflicting_edits"  # the forms and the raw JSON were both changed and disagree
+    # right gold (fcbench/checks/provenance.py, gold_audit.py)
+    BAD_PROVENANCE = "bad_provenance"  # a line of the provenance field that cannot be read
+    PROVENANCE_MISSING = "provenance_missing"  # an argument value nothing in the query states
+    PROVENANCE_CONTRADICTS = "provenance_contradicts"  # a source whose words say another value
+    GOLD_AUDIT = "gold_audit"  # the path does not do exactly what the query asks (a gold.* rule)
+    QUERY_TOO_LONG = "query_too_long"  # more characters than the rules read
     # conversations (annotate/tasks/conversation.py)
     EMPTY_CONVERSATION = "empty_conversation"  # every turn deleted, or no user turn
     NO_DIALOG_ACT = "no_dialog_act"  # an agent turn tagged with no dialog act
