@@ -26,7 +26,8 @@ from fcbench.checks.validate import semantic_problems
 # Verdicts that said "could not decide", not "bad": a re-run decides these samples again instead of
 # reading the verdict back from the journal.
 UNDECIDED_SEMANTIC = "semantic.undecided"
-DECIDE_AGAIN_ON_RERUN = frozenset({UNDECIDED_SEMANTIC})
+UNDECIDED_GOLD_JUDGE = "gold.judge_undecided"  # the gold judge (fcbench.checks.gold_judge) could not answer
+DECIDE_AGAIN_ON_RERUN = frozenset({UNDECIDED_SEMANTIC, UNDECIDED_GOLD_JUDGE})
 
 
 class FilterCategory(str, Enum):

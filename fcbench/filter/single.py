@@ -105,7 +105,7 @@ GOLD_RULES = ("gold.derived_mismatch", "gold.party_not_carried", "gold.pick_not_
               "gold.pick_mismatch", "gold.unstated_entry", "gold.redundant_call")
 
 
-def gold_audit_summary(verdicts: Sequence[Verdict], settings: FilterConfig) -> dict[str, Any]:
+def gold_audit_summary(verdicts: Sequence[Verdict], settings: FilterConfig, judge: str | None = None) -> dict[str, Any]:
     rejected = Counter(v.reason for v in verdicts if v.category is FilterCategory.FAILED_GOLD)
     return {"mode": settings.gold_audit, "rules": list(GOLD_RULES), "min_nested_calls": settings.min_nested_calls,
             "checked": sum(1 for v in verdicts if v.category in (FilterCategory.PASSED, FilterCategory.FAILED_GOLD,
@@ -113,7 +113,7 @@ def gold_audit_summary(verdicts: Sequence[Verdict], settings: FilterConfig) -> d
                                                                  FilterCategory.FAILED_REPRODUCTION,
                                                                  FilterCategory.FAILED_SEMANTIC)),
             "rejected": sum(rejected.values()), "rejected_by_reason": dict(sorted(rejected.items())),
-            "judge": None}
+            "judge": judge}
 
 
 @dataclass(frozen=True)
@@ -228,10 +228,14 @@ def _pending_batches(keyed: Iterable[tuple[str, Sample | Rejected]], journal: _J
 def run_filter(items: Iterable[Sample | Rejected], environment: Environment, settings: FilterConfig,
                paths: FilterPaths, input_name: str, batch_size: int = BATCH_SIZE,
                semantic_check: SemanticCheck | None = None, force: bool = False,
-               min_output_share: float = 0.5, total: int | None = None) -> FilterSummary:
+               min_output_share: float = 0.5, total: int | None = None,
+               gold_judge: SemanticCheck | None = None) -> FilterSummary:
     """Filter `items` (read lazily, in bounded batches) into the validated and rejects files.
-    `total`: how many items to expect, for the progress line (unknown when None)."""
-    settings_key = settings.model_dump_json() + ("+semantic" if semantic_check else "")
+    `total`: how many items to expect, for the progress line (unknown when None). `gold_judge`:
+    the gold audit's LLM layer (fcbench.checks.gold_judge), asked last."""
+    judge_name = getattr(gold_judge, "model", "llm") if gold_judge is not None else None
+    settings_key = (settings.model_dump_json() + ("+semantic" if semantic_check else "")
+                    + (f"+gold_judge:{judge_name}" if gold_judge else ""))
     comparison = comparison_of(settings)
     journal = _Journal(paths.journal)
     keys: list[str] = []  # input order: a 24-character key per item, never the item
@@ -240,7 +244,7 @@ def run_filter(items: Iterable[Sample | Rejected], environment: Environment, set
         with StageProgress("filter", total) as progress:
             size = max(batch_size, environment.min_batch_paths)
             for batch in _pending_batches(_keyed(items, settings_key), journal, size, keys, resumed):
-                for key, entry in _decide_batch(batch, environment, settings, comparison, semantic_check):
+                for key, entry in _decide_batch(batch, environment, settings, comparison, semantic_check, gold_judge):
                     journal.add(entry)
                 journal.flush()
                 progress.advance(len(batch))
@@ -277,7 +281,7 @@ def run_filter(items: Iterable[Sample | Rejected], environment: Environment, set
         output_guard=guarded.summary(),
         shape=file_stats(guarded.path(paths.validated)).domains[-1].as_dict(),
         provenance=sources.as_dict(),
-        gold_audit=gold_audit_summary(verdicts, settings),
+        gold_audit=gold_audit_summary(verdicts, settings, judge_name),
     )
     write_json(guarded.path(paths.summary), summary.as_dict(), indent=2)
     paths.journal.unlink(missing_ok=True)  # the outputs now hold every decision
@@ -332,7 +336,8 @@ def _with_derivations(sample: Sample, static: Verdict) -> Sample:
 
 def _decide_batch(batch: Sequence[tuple[str, Sample | Rejected]], environment: Environment,
                   settings: FilterConfig, comparison: AnswerComparison,
-                  semantic_check: SemanticCheck | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+                  semantic_check: SemanticCheck | None = None,
+                  gold_judge: SemanticCheck | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
     to_run: list[tuple[str, Sample, Verdict]] = []
     for key, item in batch:
         if isinstance(item, Rejected):
@@ -367,6 +372,13 @@ def _decide_batch(batch: Sequence[tuple[str, Sample | Rejected]], environment: E
                 verdict.category, verdict.reason, verdict.detail = FilterCategory.FAILED_SEMANTIC, reason, detail
             elif detail:  # the judge could not answer: fail closed, and ask again on the next run
                 verdict.category, verdict.reason, verdict.detail = FilterCategory.FAILED_SEMANTIC, UNDECIDED_SEMANTIC, detail
+    if gold_judge is not None and settings.gold_audit != "off":  # the gold audit's last layer
+        passed = [(key, verdict, kept) for key, verdict, kept in decided if verdict.kept]
+        for (_, verdict, _), (_, reason, detail) in zip(passed, gold_judge([kept for _, _, kept in passed])):
+            if reason and settings.gold_audit == "reject":  # undecided too: fail closed, decided again next run
+                verdict.category, verdict.reason, verdict.detail = FilterCategory.FAILED_GOLD, reason, detail
+            elif reason:
+                verdict.notes = verdict.notes + [f"{reason}: {detail}"]
     for key, verdict, kept_sample in decided:
         entry = {"key": key, "verdict": verdict.to_json(), "sample": sample_to_dict(kept_sample)}
         if verdict.kept:

@@ -53,7 +53,8 @@ def run_filter_stage(pipeline: PipelineConfig, input_file: Path | None = None, o
     with open_environment(pipeline, samples) as environment:
         return run_filter(read_samples(source, "fcbench"), environment, pipeline.stages.filter, paths, str(source),
                           semantic_check=_semantic_check(pipeline, offline), force=force,
-                          min_output_share=pipeline.min_output_share, total=lines_in(source))
+                          min_output_share=pipeline.min_output_share, total=lines_in(source),
+                          gold_judge=_gold_judge(pipeline, offline))
 
 
 def _semantic_check(pipeline: PipelineConfig, offline: bool):
@@ -71,6 +72,23 @@ def _semantic_check(pipeline: PipelineConfig, offline: bool):
         logging.getLogger(__name__).warning("semantic check skipped: %s", exc)
         return None
     return SemanticCheck(pipeline.llm, pipeline.build_dir / LLM_CACHE_FILE, jitter_seed=pipeline.seed)
+
+
+def _gold_judge(pipeline: PipelineConfig, offline: bool):
+    """The gold audit's LLM judge (the pipeline's `judge:` block, else its `llm:` block), when one
+    is usable; like the semantic check, skipped with a warning when its key is missing."""
+    if pipeline.llm is None or offline or pipeline.stages.filter.gold_audit == "off":
+        return None
+    from fcbench.llm.client import resolve_endpoint
+    from fcbench.llm.cache import LLM_CACHE_FILE
+    from fcbench.checks.gold_judge import GoldJudge
+
+    try:
+        resolve_endpoint(pipeline.judge or pipeline.llm, os.environ)
+    except UserError as exc:
+        logging.getLogger(__name__).warning("gold judge skipped: %s", exc)
+        return None
+    return GoldJudge.for_pipeline(pipeline.judge, pipeline.llm, pipeline.build_dir / LLM_CACHE_FILE)
 
 
 # ------------------------------------------------------------------------------------- execute

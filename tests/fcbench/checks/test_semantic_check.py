@@ -51,6 +51,8 @@ def flight_sample(origin: str, destination: str, environment) -> Sample:
 
 def judge(body: dict[str, Any], call_index: int) -> dict[str, Any]:
     text = body["messages"][-1]["content"]
+    if "You audit one gold answer" in text:  # the gold judge (tests/fcbench/checks/test_gold_judge.py)
+        return {"content": json.dumps({"answer": "yes", "reason": "exactly what it asks"})}
     asked = next(name for name, marker in QUESTION_MARKERS.items() if marker in text)
     # the responses question shows no query: the route is read from the lookups' arguments
     route = next(route for route in ROUTES if all(f'{{"query": "{place}"}}' in text for place in route))
