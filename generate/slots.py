@@ -366,15 +366,21 @@ def substitute_slots(sample: Sample, pools: ValuePools, rng: random.Random,
     new_values = choose_new_values(stated, pools, rng)
     edits: dict[tuple[int, int], SpanEdit] = {}
     changed = []
+    said_in_words: list[tuple[str, str, str, Any]] = []
     for instance, new in zip(stated, new_values):
         for site in instance.sites:
             for argument, field_name in site.use.arguments.items():
                 source = _stated_source(provenance, site.label, argument)
                 if source is None:
                     continue  # not said by itself (a default, or recomputed from other words)
-                words = new.get(WORDS_FIELD) if source.rule == "enum.words" else None
+                rule, words = source.rule or LITERAL, None
+                old_words = source.spans[0].text
+                if isinstance(new.get(WORDS_FIELD), str) and (rule == "enum.words" or old_words != str(instance.value.get(field_name))):
+                    # a value said in words ("business class", "cheapest"): the new one in its pool's words
+                    rule, words = "enum.words", new[WORDS_FIELD]
+                    said_in_words.append((site.label, argument, words, new.get(field_name)))
                 for span in source.spans:  # a name said in several places is said anew in each
-                    text = write(source.rule or LITERAL, new.get(field_name), span.text, words)
+                    text = write(rule, new.get(field_name), span.text, words)
                     if text is None:
                         return Substitution(query, sample.calls, [], problem=(
                             "stage3.underivable", f"{site.label}.{argument}: {source.describe()} cannot say "
@@ -391,6 +397,9 @@ def substitute_slots(sample: Sample, pools: ValuePools, rng: random.Random,
     moved = rebase_spans(provenance, list(edits.values()), new_query)
     if moved is None:
         return Substitution(query, sample.calls, [], problem=("stage3.span_conflict", "an edit cuts the words of a source"))
+    for label, argument, words, value in said_in_words:  # the pool's words for the new value, recorded
+        moved[label][argument] = moved[label][argument].model_copy(update={
+            "kind": "derived", "rule": "enum.words", "params": {"words": words, "value": value}})
     said = sample.model_copy(update={"messages": _with_query(sample.messages, new_query)})
     recomputed = recompute_values(said, moved)
     if recomputed.problems:
@@ -516,7 +525,10 @@ def slot_value_problem(template: Sample | TemplateSlots, variant: Sample, pools:
     variant_query = user_query(variant)
     variant_instances = detect_slot_instances(variant, pools)
     variant_keys = {instance.key() for instance in variant_instances}
-    for instance in variant_instances:
+    # a variant with a provenance map has each value checked at its own words (the filter's
+    # grounding, in any spelling): only a value a map-less variant holds is looked for here
+    tied = isinstance(variant.meta, dict) and variant.meta.get("provenance") is not None
+    for instance in [] if tied else variant_instances:
         at_stated_site = any((site.label, tuple(sorted(site.use.arguments))) in slots.stated_sites for site in instance.sites)
         if at_stated_site and not _is_stated(variant_query, instance):
             site = instance.sites[0]
@@ -545,9 +557,18 @@ def _still_stated(query: str, instance: SlotInstance, held: set[str]) -> bool:
     for name in instance.fields:
         value = instance.value.get(name)
         if name != WORDS_FIELD and isinstance(value, str) and value.lower() not in held \
-                and find_value_text(query, name, value):
+                and _names_it(query, name, value):
             return True
     return False
+
+
+def _names_it(query: str, field_name: str, value: str) -> bool:
+    """Whether the query says the value itself: an API code only as written (CHEAPEST, not the
+    "cheapest" of "the cheapest flight"; FIRST, not "the first rate"), a name in any case."""
+    spans = find_value_text(query, field_name, value)
+    if re.fullmatch(r"[A-Z][A-Z0-9_]+", value):
+        return any(query[span.start:span.end] == value for span in spans)
+    return bool(spans)
 
 
 def _site_filled(variant: Sample, site: Site) -> bool:

@@ -20,9 +20,14 @@ at the first problem):
    an ordinal ("the second room"), the place the user named (a lookup's only entry of that name),
    or the list's only entry; never an arbitrary first entry ("tell me about Rome" reading the
    first of five Rome products);
-7. `gold.redundant_call` (shortest path): no call repeats an earlier one, and every call nobody
+7. `gold.swapped_roles`: a call's start and end places (from/to, pick-up/drop-off) are read from
+   the query's words in that order;
+8. `gold.redundant_call` (shortest path): no call repeats an earlier one, and every call nobody
    reads serves something of the query no other call serves (its own words, the words that pick
-   what it reads, or the words of its tool, "fare rules" for Get_Flight_Fare_Rules).
+   what it reads, or the words of its tool, "fare rules" for Get_Flight_Fare_Rules);
+9. `gold.unserved_request`: nothing the query asks is left undone: every date, time, currency,
+   stay and party it states and every entry it picks is some call's source, and no tool the query
+   names by its words ("the fare rules") is left uncalled.
 
 With an LLM configured, the filter adds a judge after execution (`fcbench.checks.gold_judge`).
 """
@@ -166,17 +171,28 @@ def entry_problems(sample: Sample) -> list[GoldProblem]:
     query = user_query(sample)
     picks_at = pick_spans(query, sample)
     responses = responses_before(sample)
-    problems = []
+    found = []
     for call in sample.all_calls():
         for name, value in call.arguments.items():
             for reference in iter_references(value):
                 for choice in entry_choices(sample, call, reference.text, responses.get(call.label, {}), query, picks_at):
-                    if choice.rule == "unstated":
-                        size = f"{choice.size} entries" if choice.size is not None else "entries"
-                        problems.append(GoldProblem(
-                            "gold.unstated_entry",
-                            f"{call.label}.{name} reads {choice.where(reference.label)} of {size}, and nothing in the "
-                            "query says which one"))
+                    found.append((call, name, reference, choice))
+    # one ordinal phrase chooses one list: "the second hotel" names the hotels a search found, not
+    # the second destination of the look-up before it (the surest reading of its noun wins)
+    surest: dict[tuple[int, int], int] = {}
+    for _, _, reference, choice in found:
+        if choice.rule == "ordinal" and choice.span is not None:
+            surest[choice.span.key()] = max(surest.get(choice.span.key(), 0), choice.strength)
+    problems = []
+    for call, name, reference, choice in found:
+        lost = choice.rule == "ordinal" and choice.span is not None and choice.strength < surest[choice.span.key()]
+        if choice.rule == "unstated" or lost:
+            size = f"{choice.size} entries" if choice.size is not None else "entries"
+            said = f" ({choice.span.text!r} names another list)" if lost else ""
+            problems.append(GoldProblem(
+                "gold.unstated_entry",
+                f"{call.label}.{name} reads {choice.where(reference.label)} of {size}, and nothing in the "
+                f"query says which one{said}"))
     return problems
 
 
@@ -267,6 +283,104 @@ def _exclusive_chain(leaf: str, calls: Sequence[Call], readers: Mapping[str, set
     return chain
 
 
+# ------------------------------------------------------------------ 8. what the query asks, served
+_ORDINAL_PHRASE = re.compile(r"\bthe (?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth)(?: [a-z-]+)?? [a-z]+\b",
+                             re.I)
+_LITERAL_DATE_OR_TIME = re.compile(r"(?<![\w:-])(?:\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2})(?![\w:-])")
+
+
+def unserved_problems(sample: Sample, provenance: Provenance) -> list[GoldProblem]:
+    """What the query asks that no call does: a date, time, currency, stay or party it states, an
+    entry it picks ("the second room"), or a tool's words ("the fare rules") that no call's source
+    reads (a call dropped from the path leaves its words behind)."""
+    query = user_query(sample)
+    used = [span.key() for arguments in provenance.values() for source in arguments.values()
+            for span in _all_spans(source)]
+    used += [place for places in pick_spans(query, sample).values() for place in places]
+
+    def free(start: int, end: int) -> bool:
+        return not any(start < right and left < end for left, right in used)
+
+    problems = []
+    for fact in QueryFacts(query).stated:
+        countable = fact.rule != "count.words" or " " in fact.text.strip()  # a party phrase, not a bare "two"
+        if fact.value is not None and countable and fact.rule != "unit" and free(fact.start, fact.end):
+            problems.append(GoldProblem("gold.unserved_request", f"the query says {fact.text!r} and no call uses it"))
+    for pattern in (_ORDINAL_PHRASE, _LITERAL_DATE_OR_TIME):
+        for match in pattern.finditer(query):
+            if free(match.start(), match.end()):
+                problems.append(GoldProblem("gold.unserved_request", f"the query says {match.group(0)!r} and no call uses it"))
+    called = {call.name for call in sample.all_calls()}
+    called_words = {word for name in called for word in tool_words(name)}
+    lowered = query.lower()
+    for tool in sample.tools:
+        if tool.name in called:
+            continue
+        own = {word for word in tool_words(tool.name) - called_words if len(word) > 3}
+        if own and all(re.search(rf"\b{re.escape(word)}s?\b", lowered) for word in own):
+            problems.append(GoldProblem("gold.unserved_request", f"the query asks for {' '.join(sorted(own))} "
+                                        f"({tool.name}) and no call does it"))
+    return problems
+
+
+def _all_spans(source: Any) -> list[Any]:
+    return [*source.spans, *(span for part in source.parts for span in _all_spans(part))]
+
+
+# ----------------------------------------------------------------------- 9. roles said in order
+_START_ROLE = re.compile(r"^(from|origin|pick_?up|source|start)_?", re.I)
+_END_ROLE = re.compile(r"^(to|destination|drop_?off|target|end)_?", re.I)
+
+
+def _role(name: str) -> tuple[str, str] | None:
+    """('start'|'end', what is left of the name): fromId -> (start, id), drop_off_latitude -> (end, latitude)."""
+    for role, pattern in (("start", _START_ROLE), ("end", _END_ROLE)):
+        match = pattern.match(name)
+        if match and match.end() < len(name):
+            return role, name[match.end():].lstrip("_").lower()
+    return None
+
+
+def swapped_role_problems(sample: Sample, provenance: Provenance) -> list[GoldProblem]:
+    """A call's start and end places (from/to, pick-up/drop-off, origin/destination) said in that
+    order: "from Colosseum to Ciampino" is not a ride from Ciampino."""
+    calls = {call.label: call for call in sample.all_calls()}
+
+    def places(label: str, seen: frozenset[str] = frozenset()) -> list[int]:
+        """Where the query names what a call is about: a lookup's words, else those of the calls it reads."""
+        if label in seen or label not in calls:
+            return []
+        sources = provenance.get(label, {})
+        own = [span.start for source in sources.values() if source.kind == "slot" for span in source.spans]
+        if own and not any(parse_reference(v) for v in calls[label].arguments.values()):
+            return own
+        return [p for ref in iter_references(calls[label].arguments) for p in places(ref.label, seen | {label})]
+
+    problems = []
+    for call in sample.all_calls():
+        clause = [span.start for source in provenance.get(call.label, {}).values() if source.kind in ("slot", "derived")
+                  for span in source.spans]
+        if not clause:
+            continue
+        centre = sum(clause) / len(clause)
+        roles: dict[str, dict[str, int]] = {"start": {}, "end": {}}
+        for name, value in call.arguments.items():
+            role = _role(name)
+            reference = parse_reference(value)
+            if role is None or reference is None:
+                continue
+            spots = places(reference.label)
+            if spots:
+                roles[role[0]][role[1]] = min(spots, key=lambda p: (abs(p - centre), p))
+        for rest, start in roles["start"].items():
+            end = roles["end"].get(rest)
+            if end is not None and start > end:
+                problems.append(GoldProblem("gold.swapped_roles", f"{call.label} ({call.name}) starts where the "
+                                            f"query says it ends: its start {rest} is read from words after its end's"))
+                break
+    return problems
+
+
 # ---------------------------------------------------------------------------------- the audit
 def gold_audit(sample: Sample, provenance: Provenance) -> list[GoldProblem]:
     """Every problem, cheapest rule first (the filter rejects with the first)."""
@@ -275,7 +389,9 @@ def gold_audit(sample: Sample, provenance: Provenance) -> list[GoldProblem]:
     problems += pick_text_problems(sample)
     problems += pick_problems_over_responses(sample)
     problems += entry_problems(sample)
+    problems += swapped_role_problems(sample, provenance)
     problems += redundant_call_problems(sample, provenance)
+    problems += unserved_problems(sample, provenance)
     return problems
 
 

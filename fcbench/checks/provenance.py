@@ -63,7 +63,8 @@ ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "
 DEFAULT_COST = 60.0
 RESPONSE_COST = 400.0
 REUSE_COST = 25.0  # a span another call already reads (a party stated once for a search and its rooms)
-MAX_CANDIDATES = 8  # per argument, the ones nearest the call's anchors
+MAX_CANDIDATES = 16  # per argument, the ones nearest the call's own words
+MAX_SHIFT_GAP = 60  # a duration counts from a date said next to it ("for a week starting D", "from D for 3 nights")
 MAX_COMBINATIONS = 4096
 
 
@@ -186,6 +187,7 @@ def _overlaps(start: int, end: int, regions: Iterable[tuple[int, int]]) -> bool:
 class _Candidate:
     source: ValueSource
     cost: float = 0.0
+    virtual: bool = False  # a place of a lookup's name the call reads: it joins the clause, states no value here
 
     @property
     def positions(self) -> tuple[int, ...]:
@@ -229,8 +231,8 @@ class _QueryReading:
             self._literal_cache[text] = places
         return [(s, e) for s, e in self._literal_cache[text] if self.free(s, e)]
 
-    def candidates(self, value: Any, schema: Mapping[str, Any]) -> list[_Candidate]:
-        """Every way the query states `value`, by rule."""
+    def candidates(self, value: Any, schema: Mapping[str, Any], parameter: str = "") -> list[_Candidate]:
+        """Every way the query states `value`, by rule (the rules that fit the parameter's name)."""
         found: list[_Candidate] = []
         member = isinstance(value, str) and (value in (schema.get("enum") or []) or value in self.enum_vocabulary)
         for start, end in self.literal_places(value):
@@ -241,7 +243,7 @@ class _QueryReading:
         for fact in self.facts.stated:
             if not self.free(fact.start, fact.end):
                 continue
-            source = _fact_source(fact, value, self.span(fact.start, fact.end))
+            source = _fact_source(fact, value, self.span(fact.start, fact.end), parameter)
             if source is not None:
                 found.append(_Candidate(source))
         if isinstance(value, str):
@@ -272,6 +274,8 @@ class _QueryReading:
         shifts = [fact for fact in self.facts.stated if fact.rule in ("duration", "offset") and self.free(fact.start, fact.end)]
         found = []
         for anchor, shift in itertools.product(anchors, shifts):
+            if max(anchor.start, shift.start) - min(anchor.end, shift.end) > MAX_SHIFT_GAP:
+                continue
             spans = (self.span(anchor.start, anchor.end), self.span(shift.start, shift.end))
             if reads_as("date.offset", [span.text for span in spans], value):
                 gap = max(0, max(anchor.start, shift.start) - min(anchor.end, shift.end))
@@ -296,8 +300,35 @@ def _literal_text(value: Any) -> str | None:
     return text if text.strip() else None
 
 
-def _fact_source(fact: Stated, value: Any, span: QuerySpan) -> ValueSource | None:
+# What a parameter's name says it holds, for the rules that read numbers: "three" of "three
+# nights" is no radius, "a group of four" no price. A rule reads a number for a parameter only
+# when the name fits (generic names fit none: the value must then be written in the query).
+COUNT_NAMES = frozenset({"adult", "child", "guest", "people", "person", "passenger", "traveler", "traveller",
+                         "room", "qty", "quantity", "count", "number", "seat", "ticket", "party", "size", "infant"})
+DURATION_NAMES = frozenset({"night", "day", "duration", "length", "stay", "week"})
+
+
+def _name_words(name: str) -> set[str]:
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name).replace("_", " ").replace("-", " ")
+    return {word.lower().rstrip("s") if len(word) > 3 else word.lower() for word in spaced.split()}
+
+
+def rule_fits(rule: str, parameter: str) -> bool:
+    """Whether a rule that reads a number may give this parameter its value."""
+    words = _name_words(parameter)
+    if rule == "count.words":
+        return bool(words & COUNT_NAMES)
+    if rule == "duration":
+        return bool(words & DURATION_NAMES)
+    if rule == "unit":
+        return not words & COUNT_NAMES
+    return True
+
+
+def _fact_source(fact: Stated, value: Any, span: QuerySpan, parameter: str = "") -> ValueSource | None:
     if fact.value is None or fact.rule in ("offset",):
+        return None
+    if parameter and not rule_fits(fact.rule, parameter):
         return None
     if fact.rule == "unit":
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -334,6 +365,7 @@ class EntryChoice:
     rule: str
     span: QuerySpan | None = None
     pick: int | None = None
+    strength: int = 0  # ordinal: how surely the phrase's noun names this list (see _list_nouns)
 
     def where(self, label: str) -> str:
         return format_reference(label, self.list_path + (self.index,)).strip("$")
@@ -370,28 +402,39 @@ def entry_choices(sample: Sample, call: Call, reference_text: str, responses: Ma
         elif size is not None and part < size and _named_entry(entries, part, names):
             choices.append(EntryChoice(list_path, part, size, "name"))
         else:
-            places = _ordinal_places(query, part, _list_nouns(list_path, source_call))
+            places = sorted(_ordinal_places(query, part, _list_nouns(list_path, source_call)), key=lambda p: (-p[2], p[0]))
             rule = "ordinal" if places else "unstated"
-            choices.append(EntryChoice(list_path, part, size, rule, query_spans(query, *places[0]) if places else None))
+            span = query_spans(query, places[0][0], places[0][1]) if places else None
+            choices.append(EntryChoice(list_path, part, size, rule, span, strength=places[0][2] if places else 0))
     return choices
 
 
 GENERIC_ENTRY_NOUNS = ("result", "one", "option", "entry", "match")
+_TOOL_VERBS = ("get", "search", "list", "find", "detail", "details", "info")
 
 
-def _list_nouns(list_path: Sequence[str | int], source_call: Call | None) -> set[str]:
-    """What an entry of the list may be called: its key's words ("rooms" -> room, "flightOffers" ->
-    flight, offer), the words of the tool that answered it (Search_Attractions -> attraction), or
-    a generic noun ("the first result")."""
-    words = set(GENERIC_ENTRY_NOUNS)
-    names = [part for part in list_path if isinstance(part, str)][-1:]
-    if source_call is not None:
-        names.append(source_call.name)
-    for name in names:
+def _list_nouns(list_path: Sequence[str | int], source_call: Call | None) -> dict[str, int]:
+    """What an entry of the list may be called, and how surely: its key's words ("rooms" -> room,
+    "flightOffers" -> flight, offer: 3), the thing the tool that answered it finds (its name's last
+    noun before "By": Search_Attractions -> attraction, Search_Hotel_Destination -> destination: 2),
+    the tool's other words (hotel: 1), or a generic noun ("the first result": 0)."""
+    nouns = {word: 0 for word in GENERIC_ENTRY_NOUNS}
+
+    def words_of(name: str) -> list[str]:
         spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name).replace("_", " ").replace("-", " ")
-        words |= {_singular(word.lower()) for word in spaced.split()
-                  if len(word) > 2 and word.lower() not in ("get", "search", "list", "find")}
-    return words
+        return [_singular(word.lower()) for word in spaced.split() if len(word) > 2]
+
+    if source_call is not None:
+        found = words_of(source_call.name.split("_By_")[0])
+        found = [word for word in found if word not in _TOOL_VERBS]
+        for word in found:
+            nouns[word] = max(nouns.get(word, 0), 1)
+        if found:
+            nouns[found[-1]] = 2
+    for key in [part for part in list_path if isinstance(part, str)][-1:]:
+        for word in words_of(key):
+            nouns[word] = 3
+    return nouns
 
 
 def _singular(word: str) -> str:
@@ -400,13 +443,14 @@ def _singular(word: str) -> str:
     return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
 
 
-def _ordinal_places(query: str, index: int, nouns: set[str]) -> list[tuple[int, int]]:
+def _ordinal_places(query: str, index: int, nouns: Mapping[str, int]) -> list[tuple[int, int, int]]:
     """Where the query says "the <ordinal> <noun>" for this list ("the second room", "the first
-    rate"): an ordinal next to another list's noun does not choose an entry of this one."""
+    rate"), with how surely the noun names this list (see `_list_nouns`): an ordinal next to
+    another list's noun does not choose an entry of this one."""
     if index >= len(ORDINALS):
         return []
     pattern = re.compile(rf"\bthe {ORDINALS[index]}(?: [a-z-]+)?? ([a-z]+)\b", re.I)
-    return [(match.start(), match.end()) for match in pattern.finditer(query)
+    return [(match.start(), match.end(), nouns[_singular(match.group(1).lower())]) for match in pattern.finditer(query)
             if _singular(match.group(1).lower()) in nouns]
 
 
@@ -527,6 +571,8 @@ def infer_provenance(sample: Sample, guide: Provenance | None = None,
     lookups = [call for call in calls if call.label in readers
                and not any(parse_reference(leaf) for _, leaf in json_leaves_with_paths(call.arguments))]
     named = [call for call in lookups if _said_once(call, reading)]  # a place named once anchors its readers
+    lookup_names = {call.label: [v for v in call.arguments.values() if isinstance(v, str) and v.strip()]
+                    for call in lookups if call not in named}
     ordered = named + [call for call in calls if call not in lookups] + [c for c in reversed(lookups) if c not in named]
     for call in ordered:
         sources: dict[str, ValueSource] = {}
@@ -551,8 +597,11 @@ def infer_provenance(sample: Sample, guide: Provenance | None = None,
         fixed = [span.start for source in sources.values() if source.kind == "reference" for span in source.spans]
         fixed += [span.start for label in _read_labels(call) if label in {c.label for c in named}
                   for span in chosen_spans.get(label, [])]
-        anchors = [span.start for reader in readers.get(call.label, ()) for span in chosen_spans.get(reader, [])]
-        placed = _place(to_place, reading, fixed, anchors, used, guide, earlier.get(call.label, {}))
+        # a lookup has no clause of its own: its place is said where what reads it is
+        anchors = [span.start for reader in readers.get(call.label, ()) for span in chosen_spans.get(reader, [])] \
+            if call in lookups else []
+        names = [value for label in sorted(_read_labels(call)) if label in lookup_names for value in lookup_names[label]]
+        placed = _place(to_place, reading, fixed, anchors, used, guide, earlier.get(call.label, {}), names)
         for slot in to_place:
             source = placed.get(slot.parameter)
             if source is None and (slot.label, slot.parameter) in marks:  # the annotator's word, with the reason
@@ -677,12 +726,12 @@ def _default_candidate(value: Any, schema: Mapping[str, Any]) -> _Candidate | No
 
 def _place(slots: Sequence[_Slot], reading: _QueryReading, fixed: Sequence[int], anchors: Sequence[int],
            used: Mapping[tuple[int, int], str], guide: Provenance | None,
-           responses: Mapping[str, Any]) -> dict[str, ValueSource]:
+           responses: Mapping[str, Any], names: Sequence[str] = ()) -> dict[str, ValueSource]:
     """One source per argument of one call: its spans as close together (with the `fixed` words of
     its clause) as the query allows, and near the `anchors` (its readers' words) when that ties."""
     options: list[list[_Candidate]] = []
     for slot in slots:
-        found = reading.candidates(slot.value, slot.schema)
+        found = reading.candidates(slot.value, slot.schema, slot.parameter)
         wanted = (guide or {}).get(slot.label, {}).get(slot.parameter)
         if wanted is not None and wanted.kind in QUERY_KINDS:
             same_rule = [c for c in found if c.source.rule == wanted.rule]
@@ -695,9 +744,21 @@ def _place(slots: Sequence[_Slot], reading: _QueryReading, fixed: Sequence[int],
         found = _nearest(found, list(fixed) or list(anchors)) + extra
         options.append(found)
     placed: dict[str, ValueSource] = {}
-    open_slots = [(slot, found) for slot, found in zip(slots, options) if found]
+    # a party is said once for a chain, often in another call's clause: it does not say where this
+    # call's clause is, and is placed after the call's own words
+    carried = [(slot, found) for slot, found in zip(slots, options) if found and slot.parameter in CARRIED_PARAMETERS]
+    open_slots = [(slot, found) for slot, found in zip(slots, options) if found and slot.parameter not in CARRIED_PARAMETERS]
+    if not open_slots:
+        open_slots, carried = carried, []
     if not open_slots:
         return placed
+    # the places the call reads are said in its clause ("hotels near Kreuzberg for a week ..."): each
+    # name joins the clause at one of the places the query says it
+    for name in names:
+        spots = [_Candidate(ValueSource(kind="slot", rule=LITERAL, spans=(reading.span(s, e),)), virtual=True)
+                 for s, e in reading.literal_places(name)]
+        if spots:
+            open_slots.append((None, spots))
     combos = 1
     for _, found in open_slots:
         combos *= len(found)
@@ -711,7 +772,14 @@ def _place(slots: Sequence[_Slot], reading: _QueryReading, fixed: Sequence[int],
             best.append(pick)
             placed_so_far += list(pick.positions)
     for (slot, _), candidate in zip(open_slots, best):
-        placed[slot.parameter] = candidate.source
+        if slot is not None:
+            placed[slot.parameter] = candidate.source
+    positions = [p for candidate in best for p in candidate.positions] + list(fixed)
+    for slot, found in carried:
+        centre = sum(positions) / len(positions) if positions else 0.0
+        pick = min(found, key=lambda c: (c.cost + min((abs(p - centre) for p in c.positions), default=0.0),
+                                         _order_key([c])))
+        placed[slot.parameter] = pick.source
     return placed
 
 
@@ -732,10 +800,10 @@ def _combo_cost(combo: Sequence[_Candidate], fixed: Sequence[int], anchors: Sequ
     if positions and anchors:
         centre = sum(positions) / len(positions)
         cost += ANCHOR_WEIGHT * min(abs(centre - anchor) for anchor in anchors)
-    keys = [key for candidate in combo for key in candidate.keys]
+    keys = [key for candidate in combo if not candidate.virtual for key in candidate.keys]
     cost += REUSE_COST * sum(1 for key in keys if key in used)
     # one span usually says one value of a call (a derived date's anchor is its start's own words)
-    own = [key for candidate in combo
+    own = [key for candidate in combo if not candidate.virtual
            for key in (candidate.keys[1:] if candidate.source.rule in DEPENDENT_RULES else candidate.keys)]
     cost += 2 * REUSE_COST * (len(own) - len(set(own)))
     # words inside another value's words are not this value ("London" of "London Eye")

@@ -335,8 +335,14 @@ class PlanNode:
     depth: int = 0
     subject: str | None = None  # a lookup: the name the user gave
     label: str = ""
-    picked: int | None = None  # entry of a result list this call read (for "the second flight")
-    pick_text: str | None = None  # or the constraint that picks it ("the cheapest flight leaving before 10 am")
+    # per source node: the entry of its result list this call read (for "the second flight"), or the
+    # constraint that picks it ("the cheapest flight leaving before 10 am"); a call reading two
+    # lists (a car from one hotel to another) says each its own way
+    picked: dict[int, int] = field(default_factory=dict)
+    pick_text: dict[int, str] = field(default_factory=dict)
+    # per source node: the noun of a nested list whose first entry is read among several (a room's
+    # rates): the query says "the first rate of the second room"
+    nested_first: dict[int, str] = field(default_factory=dict)
     journey: bool | None = None  # a call of two places: whether the first one is in the home city
 
 
@@ -589,13 +595,16 @@ def _resolve_group(ctx: DraftContext, node: PlanNode, group: FedArguments,
             pick = choose_pick(entries, spec, ctx.rng)
         if pick is not None:
             index = pick.index
-            node.pick_text = pick.text
+            node.pick_text[group.source] = pick.text
             ctx.pick_records.append({"reader": node.label, "source": source.label, **pick.record})
         if source.subject is None:
-            node.picked = index
+            node.picked[group.source] = index
     references, values = {}, {}
     for parameter, output in group.fields.items():
         path = _concrete(output.path, index)
+        nested = _nested_first(response, path)
+        if nested is not None:
+            node.nested_first[group.source] = nested
         try:
             values[parameter] = walk_path(response, path)
         except (LookupError, TypeError):
@@ -605,6 +614,23 @@ def _resolve_group(ctx: DraftContext, node: PlanNode, group: FedArguments,
         if is_list_parameter(schema):  # one id for a list of ids
             references[parameter], values[parameter] = [references[parameter]], [values[parameter]]
     return references, values
+
+
+def _nested_first(response: Any, path: tuple[str | int, ...]) -> str | None:
+    """The noun of a list below the first one whose first entry the path reads among several
+    ("rate" for data.rooms[1].rates[0] when the room has two rates), else None."""
+    indexes = [i for i, part in enumerate(path) if isinstance(part, int)]
+    if len(indexes) < 2:
+        return None
+    cut = indexes[1]
+    try:
+        entries = walk_path(response, path[:cut])
+    except (LookupError, TypeError):
+        return None
+    key = path[cut - 1]
+    if not isinstance(entries, list) or len(entries) < 2 or not isinstance(key, str):
+        return None
+    return singular(key)
 
 
 def assign_labels(nodes: list[PlanNode]) -> list[list[PlanNode]]:
@@ -689,11 +715,14 @@ def _say_reference(ctx: DraftContext, source: PlanNode, reader: PlanNode, extra:
     details of the Hyde Park attraction)."""
     if source.subject is not None:
         return source.subject
-    if reader.pick_text is not None:
-        return reader.pick_text
+    position = ctx.nodes.index(source)
+    nested = reader.nested_first.get(position)
+    first = f"the first {nested} of " if nested else ""
+    if position in reader.pick_text:
+        return first + reader.pick_text[position]
     noun = ctx.phrases.nouns.get(source.tool) or (extra[0] if extra else "result")
-    if reader.picked is not None:
-        return f"the {ORDINALS[reader.picked]} {noun}"
+    if position in reader.picked:
+        return f"{first}the {ORDINALS[reader.picked[position]]} {noun}"
     named = [ctx.nodes[group.source].subject for group in source.fed]
     if len(named) == 1 and named[0] is not None:
         return named[0]

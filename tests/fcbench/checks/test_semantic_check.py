@@ -145,8 +145,10 @@ def test_a_value_no_grounding_rule_explains_is_left_to_the_semantic_check_and_fa
     def unexplained(origin: str, destination: str) -> Sample:
         sample = flight_sample(origin, destination, environment)
         step = [call.model_copy(update={"arguments": {**call.arguments, "departDate": "2025-06-14"}})
-                for call in sample.calls[1]]  # the query says June 12: no rule derives the 14th
-        return execute_gold_path(sample.model_copy(update={"calls": [sample.calls[0], step]}), environment).sample
+                for call in sample.calls[1]]  # "mid-June": no rule derives the 14th
+        query = [{"role": "user", "content": f"Find flights from {origin} to {destination} in mid-June 2025."}]
+        return execute_gold_path(sample.model_copy(update={"calls": [sample.calls[0], step], "messages": query}),
+                                 environment).sample
 
     deferred = [unexplained("Sydney", "London"), unexplained("Tokyo", "Paris")]
     candidates = tmp_path / "candidates.jsonl"
