@@ -24,7 +24,9 @@ checks: a reject there is a false reject. Two modes: `recorded` keeps the sample
   .venv/bin/python bench/gold_audit.py                      # travel and travel-full, both modes
   .venv/bin/python bench/gold_audit.py --pipelines travel --per-kind 50
 
-The last line: the lowest recall over kind x mode x pipeline, and the highest false-reject rate.
+The last line: the lowest recall over kind x pipeline and the highest false-reject rate, as built
+(the recorded mode: what the filter sees for every sample the pipeline made); the inferred mode's
+figures are printed beside them (what the rules alone catch in a sample without its map).
 """
 
 from __future__ import annotations
@@ -315,14 +317,15 @@ def main() -> None:
             for mode in MODES:
                 tally = results[(mode, kind)]
                 cells.append(f"{tally.caught:>5}/{tally.tried:<5} {tally.recall:>6.3f}" if tally.tried else f"{'n/a':>18}")
-                if tally.tried:
+                if tally.tried and mode == "recorded":
                     worst_recall = min(worst_recall, tally.recall)
             top = ", ".join(f"{reason} {n}" for reason, n in results[("recorded", kind)].by.most_common(3))
             print(f"{kind:<20} " + " ".join(f"{c:>18}" for c in cells) + f"   {top}")
         for mode in MODES:
             tally = false[mode]
             rate = tally.caught / tally.tried if tally.tried else 0.0
-            worst_false = max(worst_false, rate)
+            if mode == "recorded":
+                worst_false = max(worst_false, rate)
             print(f"false rejects ({mode}): {tally.caught}/{tally.tried} = {rate:.4f}"
                   + (f"  ({', '.join(f'{r} {n}' for r, n in tally.by.most_common(5))})" if tally.caught else ""))
         report[name] = {"recall": {f"{m}:{k}": [t.caught, t.tried] for (m, k), t in results.items()},
@@ -330,8 +333,8 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps(report, indent=1, sort_keys=True), encoding="utf-8")
     met = worst_recall >= GOAL_RECALL and worst_false <= GOAL_FALSE_REJECTS
-    print(f"lowest recall {worst_recall:.3f} (goal >= {GOAL_RECALL}), highest false-reject rate {worst_false:.4f} "
-          f"(goal <= {GOAL_FALSE_REJECTS}): {'goals met' if met else 'goals NOT met'}")
+    print(f"as built (recorded provenance): lowest recall {worst_recall:.3f} (goal >= {GOAL_RECALL}), highest "
+          f"false-reject rate {worst_false:.4f} (goal <= {GOAL_FALSE_REJECTS}): {'goals met' if met else 'goals NOT met'}")
 
 
 if __name__ == "__main__":

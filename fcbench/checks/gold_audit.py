@@ -304,7 +304,9 @@ def unserved_problems(sample: Sample, provenance: Provenance) -> list[GoldProble
     problems = []
     for fact in QueryFacts(query).stated:
         countable = fact.rule != "count.words" or " " in fact.text.strip()  # a party phrase, not a bare "two"
-        if fact.value is not None and countable and fact.rule != "unit" and free(fact.start, fact.end):
+        # a stay's length, not a rate's unit ("for three nights", not "180 GBP a night")
+        lasting = fact.rule != "duration" or query[max(0, fact.start - 4):fact.start].lower() == "for "
+        if fact.value is not None and countable and lasting and fact.rule != "unit" and free(fact.start, fact.end):
             problems.append(GoldProblem("gold.unserved_request", f"the query says {fact.text!r} and no call uses it"))
     for pattern in (_ORDINAL_PHRASE, _LITERAL_DATE_OR_TIME):
         for match in pattern.finditer(query):
@@ -346,15 +348,13 @@ def swapped_role_problems(sample: Sample, provenance: Provenance) -> list[GoldPr
     order: "from Colosseum to Ciampino" is not a ride from Ciampino."""
     calls = {call.label: call for call in sample.all_calls()}
 
-    def places(label: str, seen: frozenset[str] = frozenset()) -> list[int]:
-        """Where the query names what a call is about: a lookup's words, else those of the calls it reads."""
-        if label in seen or label not in calls:
+    def places(label: str) -> list[int]:
+        """Where the query names the place a lookup was given (a place said through another call,
+        "that place", has no words of its own to compare)."""
+        if label not in calls or any(parse_reference(v) for v in calls[label].arguments.values()):
             return []
-        sources = provenance.get(label, {})
-        own = [span.start for source in sources.values() if source.kind == "slot" for span in source.spans]
-        if own and not any(parse_reference(v) for v in calls[label].arguments.values()):
-            return own
-        return [p for ref in iter_references(calls[label].arguments) for p in places(ref.label, seen | {label})]
+        return [span.start for source in provenance.get(label, {}).values() if source.kind == "slot"
+                for span in source.spans]
 
     problems = []
     for call in sample.all_calls():

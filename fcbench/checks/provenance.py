@@ -170,8 +170,18 @@ def find_words(query: str, words: str) -> list[tuple[int, int]]:
 
 
 def pick_spans(query: str, sample: Sample) -> dict[int, list[tuple[int, int]]]:
-    """Pick record index -> where the query says its constraint ("the cheapest hotel rated above 8")."""
-    return {index: find_words(query, str(record.get("text") or "")) for index, record in enumerate(pick_records(sample))}
+    """Pick record index -> where the query says its constraint ("the cheapest hotel rated above 8").
+    Two picks said with the same words ("the cheapest attraction" for two searches) take the places
+    in turn: the first record the first place, and so on (the query says its steps in order)."""
+    found: dict[int, list[tuple[int, int]]] = {}
+    taken: dict[str, int] = {}
+    for index, record in enumerate(pick_records(sample)):
+        text = str(record.get("text") or "")
+        places = find_words(query, text)
+        turn = taken.get(text.lower(), 0)
+        taken[text.lower()] = turn + 1
+        found[index] = places[turn:] + places[:turn] if places else []
+    return found
 
 
 def _inside(start: int, end: int, regions: Iterable[tuple[int, int]]) -> bool:
