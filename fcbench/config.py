@@ -21,19 +21,11 @@ import yaml
 from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, ValidationError,
                       field_validator, model_validator)
 
-from fcbench.errors import UserError
+from fcbench.errors import ConfigError, UserError
 
 DEFAULT_PIPELINES_FILE = Path("pipelines.yaml")
 PIPELINE_NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"  # used as a CLI argument and a folder name
 
-
-class ConfigError(UserError):
-    """A problem in pipelines.yaml; `problems` holds every one, the message the first."""
-
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = problems
-        more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
-        super().__init__(problems[0] + more)
 
 
 class _Config(BaseModel):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 from fcbench.config import PipelineConfig
 
@@ -33,6 +33,23 @@ def parse_query(completion: Any) -> str:
     if not isinstance(query, str) or not query.strip():
         raise ParseError("expected an object with a non-empty string 'query'")
     return query.strip()
+
+
+def user_query_parser(tools: Sequence[Any]) -> Callable[[Any], str]:
+    """`parse_query`, and the query must read as a user writes it (fcbench.checks.query_text, with
+    the offered tools: no pasted operation summary, no API codes, no glitches); `ParseError`
+    otherwise, so the model is asked again and, failing that, the draft is rejected."""
+    from fcbench.checks.query_text import query_text_problems
+    from fcbench.llm.client import ParseError
+
+    def parse(completion: Any) -> str:
+        query = parse_query(completion)
+        problems = query_text_problems(query, list(tools))
+        if problems:
+            raise ParseError("the query does not read as a user's: " + "; ".join(p.describe() for p in problems[:3]))
+        return query
+
+    return parse
 
 
 T = TypeVar("T")

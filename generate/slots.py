@@ -25,7 +25,8 @@ from typing import Any, Iterable, Sequence
 
 from fcbench.checks.provenance import (QUERY_KINDS, Provenance, SpanEdit, ValueSource, apply_edits, check_provenance,
                                        infer_provenance, rebase_spans, recompute_values, recorded_provenance)
-from fcbench.checks.value_rules import DEPENDENT_RULES, LITERAL, write
+from fcbench.checks.query_text import noun_for_count
+from fcbench.checks.value_rules import DEPENDENT_RULES, LITERAL, enum_words, write
 from fcbench.errors import UserError
 from fcbench.references import parse_reference
 from fcbench.sample import Call, Sample, user_query  # noqa: F401 (user_query: part of the slot helpers' interface)
@@ -36,6 +37,10 @@ from fcbench.sample import Call, Sample, user_query  # noqa: F401 (user_query: p
 GROUP_FIELD = "city"
 CITY_SLOT = "city"
 WORDS_FIELD = "words"  # how a user says an enum value ("business class" for BUSINESS)
+# a value no query says: an API code whose words a user would not write and the grounding check
+# could not read back ("attr_book_score"); stage1 never sets it as a constraint, stage3 never
+# substitutes it in
+UNSAID_FIELD = "unsaid"
 
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _MONTH_NAMES = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
@@ -61,6 +66,9 @@ class Slot:
     values: list[dict[str, Any]]
     uses: list[SlotUse]
     description: str = ""
+    # each call of a draft draws its own value (search keywords, city codes: two searches of one
+    # request look for two things); otherwise a value is shared by the draft (its stay, its party)
+    distinct: bool = False
 
     def group_of(self, value: dict[str, Any]) -> str | None:
         """The city a value belongs to, None for values that are not places (dates, counts)."""
@@ -109,7 +117,9 @@ def value_pools_from_dict(data: Any, source: str = "value pools") -> ValuePools:
             if missing:
                 raise UserError(f"{where}.used_by: field {missing[0]!r} is missing from some values")
             uses.append(SlotUse(use["tool"], dict(use["arguments"])))
-        slots[name] = Slot(name, list(spec["values"]), uses, str(spec.get("description", "")))
+        if not isinstance(spec.get("distinct", False), bool):
+            raise UserError(f"{where}.distinct: expected true or false")
+        slots[name] = Slot(name, list(spec["values"]), uses, str(spec.get("description", "")), spec.get("distinct", False))
     return ValuePools(slots, source)
 
 
@@ -173,6 +183,9 @@ def find_value_text(query: str, field_name: str, value: Any) -> list[Span]:
         return []
     spans = [Span(m.start(), m.end(), field_name, "iso" if _ISO_DATE.match(text) else "plain")
              for m in _literal_pattern(text).finditer(query)]
+    if isinstance(value, str) and "_" in text:  # an API code said in words ("lowest price")
+        spans += [Span(m.start(), m.end(), field_name, "spoken")
+                  for m in _literal_pattern(text.replace("_", " ")).finditer(query)]
     if isinstance(value, str) and _ISO_DATE.match(value):
         spans += [Span(start, end, field_name, style) for start, end, iso, style in _spelled_dates(query) if iso == value]
     return spans
@@ -182,14 +195,35 @@ def _number_text(value: int | float) -> str:
     return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
-def render_like(span: Span, value: Any) -> str:
-    """The new value written the way the query wrote the old one."""
+def render_like(span: Span, value: Any, old_text: str | None = None) -> str:
+    """The new value written the way the query wrote the old one; an API code in words, as the
+    query said the old one ("trending" -> "lowest price", never "lowest_price"; "business" for
+    BUSINESS -> "first" for FIRST)."""
     if isinstance(value, str) and _ISO_DATE.match(value):
         if span.style == "month_first":
             return spell_date(value)
         if span.style == "day_first":
             return _spell_day_first(value)
-    return _number_text(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return _number_text(value)
+    text = str(value)
+    spoken = text.replace("_", " ").lower()
+    if "_" in text or (old_text is not None and old_text.islower() and not text.islower()):
+        return spoken
+    return text
+
+
+def agree_following_noun(query: str, end: int, count: Any) -> tuple[int, str] | None:
+    """When a count is replaced, the count noun right after it (" adults") in the number the new
+    count takes: (end of that noun, the noun as it must read), or None ("for 2 adults" -> "for 1
+    adult", never "for 1 adults")."""
+    if isinstance(count, bool) or not isinstance(count, (int, float)):
+        return None
+    match = re.match(r"\s+([A-Za-z]+)\b", query[end:])
+    if match is None:
+        return None
+    noun = noun_for_count(match.group(1), count)
+    return None if noun is None else (end + match.end(), query[end:end + match.start(1)] + noun)
 
 
 # --------------------------------------------------------------------- slot values in a sample
@@ -379,6 +413,10 @@ def substitute_slots(sample: Sample, pools: ValuePools, rng: random.Random,
                     # a value said in words ("business class", "cheapest"): the new one in its pool's words
                     rule, words = "enum.words", new[WORDS_FIELD]
                     said_in_words.append((site.label, argument, words, new.get(field_name)))
+                elif rule == LITERAL and isinstance(new.get(field_name), str) and "_" in new[field_name] \
+                        and old_words.islower():  # an API code where the query said a word: in words
+                    rule, words = "enum.words", enum_words(new[field_name])
+                    said_in_words.append((site.label, argument, words, new.get(field_name)))
                 for span in source.spans:  # a name said in several places is said anew in each
                     text = write(rule, new.get(field_name), span.text, words)
                     if text is None:
@@ -483,7 +521,7 @@ def choose_new_values(instances: Sequence[SlotInstance], pools: ValuePools, rng:
         slot = pools.slots[instance.slot]
         old_key = _fields_key(instance.value, instance.fields)
         candidates = [v for v in slot.values if _fields_key(v, instance.fields) != old_key
-                      and _fields_key(v, instance.fields) not in taken.get(slot.name, [])]
+                      and _fields_key(v, instance.fields) not in taken.get(slot.name, []) and not v.get(UNSAID_FIELD)]
         group = slot.group_of(instance.value)
         same_group = [v for v in candidates if group is None or slot.group_of(v) == mapping.get(group)]
         options = same_group or candidates or [instance.value]

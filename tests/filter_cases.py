@@ -52,6 +52,8 @@ def one_of_each_failure() -> list[str]:
         candidate_line("wrong_response", "Add 2 and 3.", [[Call(label="c1", name="add", arguments={"a": 2, "b": 3},
                                                         response={"result": 23})]]),
         candidate_line("nondeterministic", "Give me a ticket.", [[Call(label="c1", name="ticket")]]),
+        candidate_line("broken_text", "Add 2 and 3, then and add 4 to the sum.",
+                [[add("c1", 2, 3)], [Call(label="c2", name="add", arguments={"a": "$c1.result$", "b": 4})]], answer=9),
     ]
     return [dumps_line(line) for line in lines] + ['{"id": "broken", "messages": [}']
 
@@ -69,6 +71,7 @@ EXPECTED = {
     "wrong_answer": ("failed_reproduction", "reproduction.answer_mismatch"),
     "wrong_response": ("failed_reproduction", "reproduction.response_mismatch"),
     "nondeterministic": ("failed_reproduction", "reproduction.nondeterministic"),
+    "broken_text": ("failed_text", "text.joined_clauses"),
 }
 
 

@@ -6,6 +6,7 @@ a lazy import is still a dependency."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -21,6 +22,10 @@ STAGES = {
     "fcbench.report": "report",
     "fcbench.evaluate": "evaluate",
 }
+
+
+# a lazily imported target named as text: "generate.stage1.single:run"
+_LAZY_TARGET = re.compile(r"^(fcbench|generate|annotate)(\.[a-z_0-9]+)+:[A-Za-z_0-9]+$")
 
 
 def _modules() -> dict[str, Path]:
@@ -50,6 +55,16 @@ def import_graph() -> dict[str, set[str]]:
                 imported |= {_owner(alias.name, modules) for alias in node.names}
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 imported |= {_owner(f"{node.module}.{alias.name}", modules) for alias in node.names}
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _LAZY_TARGET.match(node.value):
+                # "module:function" (a stage's `run`): imported when the stage runs
+                imported.add(_owner(node.value.replace(":", "."), modules))
+            elif isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "register_lazy":
+                # a registry's lazy entry ("fcbench.formats.nestful"): imported at first use; a
+                # package listing its own modules is not a loop (they import the package's names)
+                target = node.args[-1]
+                if (isinstance(target, ast.Constant) and isinstance(target.value, str)
+                        and not target.value.startswith(name + ".")):
+                    imported.add(_owner(target.value.replace(":", "."), modules))
         graph[name] = {target for target in imported if target and target != name}
     return graph
 
@@ -61,7 +76,7 @@ def stage_of(module: str) -> str | None:
 def layer_of(module: str) -> int:
     if module == "fcbench.cli" or module.startswith("fcbench.cli."):
         return 3
-    if module == "fcbench.pipeline.run":
+    if module == "fcbench.pipeline" or module.startswith("fcbench.pipeline."):
         return 2
     return 1 if stage_of(module) else 0
 

@@ -35,6 +35,8 @@ from fcbench.environments import Environment
 from fcbench.formats import read_samples
 from fcbench.jsonl import write_json, write_json_lines
 from fcbench.sample import Sample
+from fcbench.stage import PipelineContext, PullSettings, PushSettings, StageSummary, annotation_export, existing_file
+from fcbench.errors import UserError
 
 
 def project_title(pipeline: PipelineConfig) -> str:
@@ -179,3 +181,24 @@ def write_outputs(build_dir: Path, outcomes: Sequence[TaskOutcome], source: str)
     report.outputs = {"templates": str(build_dir / TEMPLATES), "rejects": str(rejects_path), "summary": str(summary_path),
                       "qa": str(qa_path)}
     return report
+
+
+# ------------------------------------------------------------------ the stage contract (fcbench.stage)
+def run_from_export(ctx: PipelineContext, settings: Any = None) -> StageSummary:
+    """`run`'s stage2: the authored conversations read from the Label Studio export the pipeline names."""
+    export = existing_file(annotation_export(ctx.config), "or: stage2 push, annotate, stage2 pull, then the later stages")
+    pulled = run_conversation_pull(ctx.config, from_export=export)
+    return StageSummary("stage2", pulled.counts, pulled.reasons, pulled.outputs, {"source": pulled.source}, report=pulled)
+
+
+def push(ctx: PipelineContext, settings: PushSettings) -> StageSummary:
+    if settings.annotators:
+        raise UserError("stage2 push --annotators is not available for conversation pipelines yet")
+    pushed = run_conversation_push(ctx.config, count=settings.count)
+    return StageSummary("stage2 push", dict(pushed.counts), report=pushed)
+
+
+def pull(ctx: PipelineContext, settings: PullSettings) -> StageSummary:
+    pulled = run_conversation_pull(ctx.config, from_export=settings.from_export, send_back=settings.send_back,
+                                   allow_stale=settings.allow_stale)
+    return StageSummary("stage2 pull", pulled.counts, pulled.reasons, pulled.outputs, report=pulled)

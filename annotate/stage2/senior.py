@@ -42,6 +42,7 @@ from fcbench.formats import read_samples
 from fcbench.errors import UserError
 from fcbench.jsonl import iter_json_lines, read_json_line_at, write_json, write_json_lines
 from fcbench.sample import Sample, Tool, sample_from_dict
+from fcbench.stage import PipelineContext, PullSettings, PushSettings, StageSummary, annotation_export, existing_file
 
 
 @dataclass(frozen=True)
@@ -315,3 +316,22 @@ def adjudication_rows(outcomes: Sequence[TaskOutcome]) -> list[dict[str, Any]]:
 
 
 # -------------------------------------------------------------------------------------- send back
+
+
+# ------------------------------------------------------------------ the stage contract (fcbench.stage)
+def run_from_export(ctx: PipelineContext, settings: Any = None) -> StageSummary:
+    """`run`'s stage2: the annotators' work read from the Label Studio export the pipeline names."""
+    export = existing_file(annotation_export(ctx.config), "or: stage2 push, annotate, stage2 pull, then the later stages")
+    pulled = run_stage2_pull(ctx.config, from_export=export)
+    return StageSummary("stage2", pulled.counts, pulled.reasons, pulled.outputs, {"source": pulled.source}, report=pulled)
+
+
+def push(ctx: PipelineContext, settings: PushSettings) -> StageSummary:
+    pushed = run_stage2_push(ctx.config, count=settings.count, annotators=settings.annotators, overlap=settings.overlap)
+    return StageSummary("stage2 push", dict(pushed.counts), report=pushed)
+
+
+def pull(ctx: PipelineContext, settings: PullSettings) -> StageSummary:
+    pulled = run_stage2_pull(ctx.config, from_export=settings.from_export, send_back=settings.send_back,
+                             allow_stale=settings.allow_stale)
+    return StageSummary("stage2 pull", pulled.counts, pulled.reasons, pulled.outputs, report=pulled)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from annotate.studio.client import Connection, open_client, resolve_connection
 from annotate.studio.label_configs import JUNIOR
@@ -30,6 +31,7 @@ from fcbench.errors import UserError
 from fcbench.formats import read_samples
 from fcbench.jsonl import iter_json_lines, write_json, write_json_lines
 from fcbench.sample import Sample
+from fcbench.stage import PipelineContext, PullSettings, StageSummary
 
 
 
@@ -132,3 +134,14 @@ def write_filled_candidates(path: Path, target: Path, filled: dict[str | None, S
         replaced += 1
     write_lines(target, lines)
     return replaced
+
+
+# ------------------------------------------------------------------ the stage contract (fcbench.stage)
+def push(ctx: PipelineContext, settings: Any = None) -> StageSummary:
+    pushed = run_junior_push(ctx.config)
+    return StageSummary("stage3 push", dict(pushed.counts), report=pushed)
+
+
+def pull(ctx: PipelineContext, settings: PullSettings) -> StageSummary:
+    pulled = run_junior_pull(ctx.config, from_export=settings.from_export, send_back=settings.send_back)
+    return StageSummary("stage3 pull", pulled.counts, pulled.reasons, pulled.outputs, report=pulled)

@@ -19,7 +19,7 @@ from typing import Any
 
 from annotate.tasks.error_types import DraftError
 from fcbench.config import COMPLEXITIES
-from fcbench.errors import UserError
+from fcbench.errors import ConfigError
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "label_config"
 # The tags fcbench's configs are written with; anything else is a typo the tools would not catch.
@@ -27,10 +27,6 @@ KNOWN_TAGS = {"View", "Style", "Header", "HyperText", "Text", "Choices", "Choice
 # Where the stage2 config takes its generated call forms (annotate/tasks/forms.py).
 FORM_MARKER = "<!-- fcbench:call-forms -->"
 _VARIABLE = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)$")
-
-
-class ConfigError(UserError):
-    """A label config that must not be used; the message names the file and the problem."""
 
 
 @dataclass(frozen=True)

@@ -259,27 +259,37 @@ def _entry_ambiguities(sample: Sample) -> Iterator[Ambiguity]:
 
 def _named_by_position(opened: list[_OpenArgument], evidence: QueryEvidence, tool_of: dict[str, str]) -> set[int]:
     """The choices the query settles by position: `the second hotel` names `hotels[1]`. A phrase
-    counts for a list when its noun fits it (`hotel` in `data.hotels` or in the tools' names;
+    counts for a list when its noun fits it (`hotel` in `data.hotels`, in the tools' names or in
+    the entries' `type`;
     `result`, `one` fit any list: `first class` fits none), and one phrase settles one choice:
     when more choices at that position fit the same phrases than the query has phrases, it cannot
     say which it meant, and they all stay open."""
     phrases = evidence.position_phrases()
     fitting: dict[int, set[int]] = {}
+    entry_of: dict[int, tuple[Any, ...]] = {}  # one entry read by two arguments of a call (latitude, longitude) is one pick
     for found in opened:
         for choice in found.choices:
+            entry_of[id(choice)] = (found.call.label, choice.label, tuple(choice.list_path), tuple(sorted(choice.chosen)))
             words = set().union(*(_ordinal_words(index, len(choice.items)) for index in choice.chosen))
             where = " ".join([str(part) for part in choice.list_path]
-                             + [tool_of.get(choice.label, ""), found.call.name]).casefold()
+                             + [tool_of.get(choice.label, ""), found.call.name]
+                             + _entry_kinds(choice.items)).casefold()
             fitting[id(choice)] = {number for number, (word, noun) in enumerate(phrases)
                                    if word in words and _noun_fits(noun, where)}
     named = set()
     for key, mine in fitting.items():
         if not mine:
             continue
-        rivals = sum(1 for other in fitting.values() if other & mine)
+        rivals = len({entry_of[other_key] for other_key, other in fitting.items() if other & mine})
         if len(mine) >= rivals:
             named.add(key)
     return named
+
+
+def _entry_kinds(items: list[Any]) -> list[str]:
+    """What the entries say they are (`"type": "location"` in the Amadeus answers): "the second
+    location" names an entry of a list of locations."""
+    return sorted({str(item["type"]) for item in items if isinstance(item, dict) and isinstance(item.get("type"), str)})
 
 
 def _noun_fits(noun: str, where: str) -> bool:

@@ -4,8 +4,10 @@ submits an annotation (the prediction's regions, edited, plus the verdict), then
 snapshot (what `stage2 pull` reads from the server). Nothing is written into the export by hand.
 
 The decisions below are a senior annotator's, taken by reading each draft (datasets/amadeus/build/
-drafts.jsonl after `build.py record stage1`): accept by default, rewrite some of the generic queries
-the graph sampler phrases from operation summaries, fix a wrong link, reject meaningless drafts.
+drafts.jsonl after `build.py record stage1`) against its calls and the recorded answers: accept by
+default (the offline query writer asks as a traveller does, datasets/amadeus/phrases.txt), rewrite
+the queries whose references read convoluted ("the first point of interest of the first search"
+where "the first one" says it).
 
   FCBENCH_STUDIO_VENV=/work/main/.venv-studio .venv/bin/python datasets/amadeus/annotate_stage2.py
 """
@@ -22,18 +24,14 @@ EXPORT = REPO / "datasets" / "amadeus" / "annotations" / "stage2_export.json"
 
 # draft id -> (verdict, rewritten query or None, notes, path edits: text replaced in the path JSON)
 DECISIONS = {
-    "amadeus-draft-0001": ("fix", "Search for cities (CITY) matching the keyword MUC, then get the full details of the "
-                                  "second result.", "Query rewritten in plain words.", {}),
-    "amadeus-draft-0020": ("fix", "Look up the city PARIS, list the activities around it (its latitude and longitude), "
-                                  "then show me the first activity in detail.", "Query rewritten in plain words.", {}),
-    "amadeus-draft-0018": ("fix", "Find hotels in NYC with ratings 2 and get the offers of the first one for 3 adults "
-                                  "with breakfast (BREAKFAST). Also list the SHOPPING points of interest in the box north "
-                                  "48.91, west 2.25, south 48.8, east 2.41 and show me the third one.",
-                           "Query rewritten; the path is right.", {}),
-    "amadeus-draft-0028": ("fix", None, "A transfer starts at an airport code, not a country code: startLocationCode "
-                                        "now reads the airport's iataCode.", {"address.countryCode": "iataCode"}),
-    "amadeus-draft-0007": ("reject", None, "The transfer's start location is fed a hotel's country code.", {}),
-    "amadeus-draft-0009": ("reject", None, "Four identical lookups and transfers from country codes: not one request.", {}),
+    "amadeus-draft-0003": ("fix", "List the points of interest between latitudes 48.8 and 48.91 and longitudes 2.25 "
+                                  "and 2.41. Then find the sights and places to go near the second of them, and tell me "
+                                  "more about the first place that second search finds.",
+                           "Query rewritten: the references said 'of the first search' twice.", {}),
+    "amadeus-draft-0004": ("fix", "List the points of interest between latitudes 41.394582 and 41.397158 and longitudes "
+                                  "2.160873 and 2.177181, give me the details of the first one, then find the sights and "
+                                  "places to go near it.",
+                           "Query rewritten: the second search is around the point whose details were asked.", {}),
 }
 
 
@@ -48,6 +46,7 @@ def main() -> None:
     from fcbench.jsonl import write_json
 
     pipeline = load_pipelines(REPO / "pipelines.yaml").get_pipeline("amadeus")
+    (pipeline.build_dir / "templates.jsonl").unlink(missing_ok=True)  # earlier gold would not be pushed again
     config = StudioConfig(root=Path(tempfile.mkdtemp(prefix="amadeus-studio-")), port=free_port())
     start(config)
     try:

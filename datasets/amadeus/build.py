@@ -31,10 +31,23 @@ DOMAIN_OF_SOURCE = {"AirportCitySearch": "flights", "FlightOffersSearch": "fligh
 
 # Required arguments the descriptions give no example for: written by hand (like travel's pools),
 # each used by the tools listed. Everything else in value_pools.json is seeded from the descriptions.
+# `distinct`: two calls of one request draw two values (two searches look for two things).
 HAND_SLOTS = {
     "place_code": {"description": "IATA city/airport codes a user types as a keyword (hand-written)",
+                   "distinct": True,
                    "used_by": [{"tool": "getAirportCitySearch", "arguments": {"keyword": "value"}}],
                    "values": [{"value": code} for code in ("PAR", "LON", "MUC", "NYC", "BCN", "MAD")]},
+    # a traveller names the airports of a flight by their codes: no lookup stands between what the
+    # user says and the search (the descriptions' mock answers every lookup with Munich, and a
+    # model that knows PAR would be scored wrong against a looked-up MUC)
+    "flight_code": {"description": "IATA city codes of a flight's ends, as a traveller types them (hand-written)",
+                    "distinct": True,
+                    "used_by": [{"tool": "getFlightOffers", "arguments": {"originLocationCode": "value"}},
+                                {"tool": "getFlightOffers", "arguments": {"destinationLocationCode": "value"}}],
+                    "values": [{"value": code} for code in ("PAR", "LON", "MUC", "NYC", "BCN", "MAD")]},
+    "transfer_from": {"description": "airports a transfer starts at (hand-written)",
+                      "used_by": [{"tool": "getTransferOffers", "arguments": {"startLocationCode": "value"}}],
+                      "values": [{"value": code} for code in ("CDG", "ORY", "LHR", "MUC")]},
     "departure_date": {"description": "departure dates (hand-written)",
                        "used_by": [{"tool": "getFlightOffers", "arguments": {"departureDate": "value"}}],
                        "values": [{"value": day} for day in ("2026-12-01", "2026-12-15", "2027-01-10", "2027-02-03")]},
@@ -53,6 +66,17 @@ HAND_SLOTS = {
 }
 
 
+# API codes no query says: their words are not a user's (BEDBANK, analytics.travelers.score) or
+# not valid for every tool the slot fills (quoteAirOffers' includes offered to GETCities)
+UNSAID = {
+    "hotelSource": ("BEDBANK", "DIRECTCHAIN", "ALL"), "radiusUnit": ("KM", "MILE"), "view": ("LIGHT", "FULL"),
+    "paymentPolicy": ("GUARANTEE", "DEPOSIT", "NONE"), "sort": ("analytics.travelers.score",),
+    "include": (["credit-card-fees"], ["bags"], ["other-services"], ["detailed-fare-rules"]),
+    "amenities": (["NO_KID_ALLOWED"], ["NO_PORN_FILMS"], ["GUARDED_PARKG"], ["SERV_SPEC_MENU"], ["BAR or LOUNGE"],
+                  ["WI-FI_IN_ROOM"], ["KIDS_WELCOME"], ["ANIMAL_WATCHING"]),
+}
+
+
 def import_descriptions() -> None:
     from fcbench.catalog.lint import lint_tools, count_by_code
     from fcbench.catalog.openapi import import_openapi
@@ -67,8 +91,17 @@ def import_descriptions() -> None:
     write_json(HERE / "tools.json", records, indent=2)
     pools = value_pools(imported.tools)
     pools["slots"].update(HAND_SLOTS)
-    # the descriptions give one city code (PAR): more, so stage3 has other cities to substitute
+    # the descriptions give one city code (PAR): more, so stage3 has other cities to substitute;
+    # two hotel searches of one request are in two cities
     pools["slots"]["cityCode"]["values"] += [{"value": code} for code in ("LON", "NYC", "BCN", "MAD")]
+    pools["slots"]["cityCode"]["distinct"] = True
+    # coordinates a user does not type: hotels near a place are found from a place's answer
+    for slot in ("latitude", "longitude"):
+        del pools["slots"][slot]
+    for slot, values in UNSAID.items():
+        for value in pools["slots"][slot]["values"]:
+            if value["value"] in values:
+                value["unsaid"] = True
     write_json(HERE / "value_pools.json", pools, indent=2)
     findings = lint_tools(imported.tools)
     write_json(HERE / "import_report.json", {
@@ -93,24 +126,12 @@ def record(stages: list[str]) -> None:
 
 
 def run_stage(pipeline, stage: str):
-    if stage == "stage1":
-        from generate.stage1.single import run_stage1
+    """One stage through the stage contract, offline (the LLM is not used while recording)."""
+    from fcbench.pipeline.run import run_stage as run_declared_stage
 
-        return run_stage1(pipeline, offline=True).summary
-    if stage == "stage2":
-        from annotate.stage2.senior import run_stage2_pull
-        from fcbench.pipeline.run import annotation_export
-
-        return run_stage2_pull(pipeline, from_export=annotation_export(pipeline)).counts
-    if stage == "stage3":
-        from generate.stage3.single import run_stage3
-
-        return run_stage3(pipeline, offline=True).summary
-    if stage == "filter":
-        from fcbench.pipeline.run import run_filter_stage
-
-        return run_filter_stage(pipeline, offline=True).counts
-    raise SystemExit(f"unknown stage {stage!r}")
+    if stage not in ("stage1", "stage2", "stage3", "filter"):
+        raise SystemExit(f"unknown stage {stage!r}")
+    return run_declared_stage(stage, pipeline, offline=True).as_dict()
 
 
 if __name__ == "__main__":

@@ -8,10 +8,12 @@ export by hand; re-running this script gives the same decisions.
 The script first drafts the conversations itself (`stage1 --offline`, deterministic) and forgets
 any earlier gold of this build, so every draft is pushed.
 
-The decisions below are an annotator's, taken by reading each drafted conversation: accept by
-default; rewrite the rule-based agent's stiff summaries and users' turns into natural ones; reject
-a conversation whose closing turns repeat themselves; and, as annotators do, one slip (a call's
-date typed as "15/04/2026") that the pull's schema check sends back instead of losing.
+The decisions below are an annotator's, taken by reading each drafted conversation against its
+calls and answers: accept by default; make a rule-based reply or follow-up natural where it reads
+like a record dump ("cabin class: economy, total: 2177.75" -> "the best one is in economy for
+2177.75 USD"); reject a conversation whose search found nothing (the agent's answer cannot be
+checked against any result); and, as annotators do, one slip (a call's date typed "15/11/2025")
+that the pull's schema check sends back instead of losing.
 
   FCBENCH_STUDIO_VENV=/work/main/.venv-studio .venv/bin/python datasets/travel-chat/annotate_stage2.py
 """
@@ -28,30 +30,19 @@ EXPORT = REPO / "datasets" / "travel-chat" / "annotations" / "stage2_export.json
 
 # conversation id -> (verdict, [(text in the conversation JSON, its replacement)], notes)
 DECISIONS: dict[str, tuple[str, list[tuple[str, str]], str]] = {
-    "travel-chat-conv-0001": ("fix", [("I found 5 options; the first has cabinclass ECONOMY, currency USD, total 2177.75, "
-                                       "peradult 2177.75.",
+    "travel-chat-conv-0001": ("fix", [("I found 5 options; the first has cabin class: economy, total: 2177.75, per adult: "
+                                       "2177.75.",
                                        "I found 5 round trips from Tokyo to New York, out on July 1 and back on July 5; "
                                        "the best one is in economy for 2177.75 USD.")], "Reply rewritten."),
-    "travel-chat-conv-0004": ("fix", [("I found 5 options; the first has name Fiat 500 or similar, group Mini, seats 4, "
-                                       "doors 3.",
-                                       "There are 5 cars for your rental from Girona Airport to Barcelona; the first is "
-                                       "a Fiat 500 or similar (mini, 4 seats).")], "Reply rewritten."),
-    "travel-chat-conv-0005": ("fix", [("I found 5 options; the first has name Fiat 500 or similar, group Mini, seats 4, "
-                                       "doors 3.",
-                                       "I found 5 cars from Queen Victoria Market to Fitzroy; the first is a Fiat 500 "
-                                       "or similar.")], "Reply rewritten."),
-    "travel-chat-conv-0006": ("fix", [("What is the requestedpickupdatetime of the first one?",
-                                       "When exactly will the driver pick me up?"),
-                                      ("The requestedpickupdatetime of the first one is 2025-08-20T23:10:00.",
-                                       "The pick-up is booked for 2025-08-20T23:10:00, at Orchard.")],
-                              "Follow-up made natural."),
-    "travel-chat-conv-0010": ("fix", [("from a date I will give you to April 10, 2026",
-                                       "until April 10, 2026 (I still need to check when I arrive)"),
-                                      ("\"2026-04-03\"", "\"15/04/2026\"")],
-                              "User turn rewritten; the arrival date typed by hand."),
-    "travel-chat-conv-0011": ("reject", [], "The closing turns repeat themselves: not a natural conversation."),
-    "travel-chat-conv-0014": ("fix", [("on a date I will give you at 09:00", "at 09:00, I am not sure which day yet")],
-                              "User turn rewritten."),
+    "travel-chat-conv-0003": ("fix", [("What is its amount?", "How much does the ticket cost?"),
+                                      ("Its amount is 28.64.", "It costs 28.64 USD.")], "Follow-up made natural."),
+    "travel-chat-conv-0004": ("fix", [("\"pick_up_date\": \"2025-11-15\"", "\"pick_up_date\": \"15/11/2025\"")],
+                              "The pick-up date typed by hand."),
+    "travel-chat-conv-0006": ("fix", [("What is the supplier name of the first one?", "Which company runs the first one?"),
+                                      ("The supplier name of the first one is Swift Chauffeurs.",
+                                       "The first one is run by Swift Chauffeurs.")], "Follow-up made natural."),
+    "travel-chat-conv-0010": ("reject", [], "The search found nothing: the agent's answer cannot be checked against a "
+                                            "result."),
 }
 
 

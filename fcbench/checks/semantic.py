@@ -10,9 +10,10 @@ A sample that passed execution may still be wrong in meaning. Each question is a
 An answer that cannot be read (after the client's re-asks) rejects nothing: the sample is kept and
 the detail says which question went unanswered, so a flaky endpoint never silently drops data.
 
-`semantic_verdicts(samples, client)` is the async core; `SemanticCheck` is the synchronous callable
-the filter stage receives (`fcbench.filter.single.run_filter(..., semantic_check=...)`), opening its own
-client per batch so each event loop owns its connections.
+Each question is an `fcbench.llm.judge.LLMJudge` (render -> ask -> read -> JudgeError), the one way
+fcbench asks an LLM judge. `semantic_verdicts(samples, client)` is the async core; `SemanticCheck`
+is the synchronous callable the filter stage receives (`fcbench.filter.single.run_filter(...,
+semantic_check=...)`), opening its own client per batch so each event loop owns its connections.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from typing import Any, Sequence
 
 from fcbench.config import LLMConfig
 from fcbench.sample import Sample, user_query
-from fcbench.llm.client import ChatRequest, Completion, LLMClient, LLMRejection, ParseError
+from fcbench.errors import JudgeError
+from fcbench.llm.client import Completion, LLMClient, ParseError
+from fcbench.llm.judge import LLMJudge
 from fcbench.llm.prompts import PromptFile
 
 PROMPTS = Path(__file__).resolve().parents[1] / "prompts"
@@ -87,11 +90,10 @@ def tools_text(sample: Sample) -> str:
     return "\n".join(f"- {tool.name}: {tool.description}" for tool in sample.tools if tool.name in used)
 
 
-def question_request(question: Question, prompt: PromptFile, sample: Sample) -> ChatRequest:
+def question_values(question: Question, sample: Sample) -> dict[str, str]:
+    """The prompt's `{{name}}` values for one sample (the completeness question sees no responses)."""
     with_responses = question.reason != "semantic.incomplete_path"
-    text = prompt.render(query=user_query(sample), path=path_text(sample, with_responses), tools=tools_text(sample))
-    return ChatRequest(messages=[{"role": "user", "content": text}], response_format={"type": "json_object"},
-                       prompt_hash=prompt.sha256)
+    return {"query": user_query(sample), "path": path_text(sample, with_responses), "tools": tools_text(sample)}
 
 
 async def semantic_verdicts(samples: Sequence[Sample], client: LLMClient,
@@ -99,23 +101,20 @@ async def semantic_verdicts(samples: Sequence[Sample], client: LLMClient,
     """One verdict per sample, in order; the three questions of every sample are asked concurrently
     (the client bounds what is in flight)."""
     prompts = list(prompts) if prompts is not None else [PromptFile.load(q.prompt, q.prompt.parent) for q in QUESTIONS]
-    requests = [question_request(question, prompt, sample)
-                for sample in samples for question, prompt in zip(QUESTIONS, prompts)]
-    outcomes = await client.complete_all(requests, parse_yes_no)
-    verdicts = []
-    for number, sample in enumerate(samples):
-        answers = outcomes[number * len(QUESTIONS):(number + 1) * len(QUESTIONS)]
-        verdicts.append(_verdict(sample.id, answers))
-    return verdicts
+    judges = [LLMJudge(client, prompt, parse=parse_yes_no) for prompt in prompts]
+    answers = await asyncio.gather(*(judge.ask_all([question_values(question, sample) for sample in samples])
+                                     for judge, question in zip(judges, QUESTIONS)))
+    return [_verdict(sample.id, [answers[q][number] for q in range(len(QUESTIONS))])
+            for number, sample in enumerate(samples)]
 
 
 def _verdict(sample_id: str, answers: Sequence[Any]) -> SemanticVerdict:
     unanswered = []
-    for question, outcome in zip(QUESTIONS, answers):
-        if isinstance(outcome, LLMRejection):
-            unanswered.append(f"{question.reason} unanswered ({outcome.reason})")
+    for question, answer in zip(QUESTIONS, answers):
+        if isinstance(answer, JudgeError):
+            unanswered.append(f"{question.reason} unanswered ({answer.reason})")
             continue
-        is_yes, why = outcome.parsed
+        is_yes, why = answer
         if not is_yes:
             return sample_id, question.reason, why
     return sample_id, None, "; ".join(unanswered)

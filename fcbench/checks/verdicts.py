@@ -19,6 +19,7 @@ from fcbench.environments.execution import GoldPathResult
 from fcbench.checks.gold_audit import gold_audit
 from fcbench.checks.provenance import (GROUNDING_REASONS, ProvenanceError, ground_values, provenance_from_meta,
                                        query_too_long)
+from fcbench.checks.query_text import query_text_problems
 from fcbench.references import is_reference
 from fcbench.sample import Sample, path_shape
 from fcbench.checks.validate import semantic_problems
@@ -33,6 +34,7 @@ DECIDE_AGAIN_ON_RERUN = frozenset({UNDECIDED_SEMANTIC, UNDECIDED_GOLD_JUDGE})
 class FilterCategory(str, Enum):
     PASSED = "passed"
     FAILED_FORMAT = "failed_format"
+    FAILED_TEXT = "failed_text"  # the query reads wrong (fcbench.checks.query_text): reasons text.*
     FAILED_GROUNDING = "failed_grounding"
     FAILED_GOLD = "failed_gold"  # the gold audit: the path does not do exactly what the query asks
     FAILED_EXECUTION = "failed_execution"
@@ -103,6 +105,9 @@ def static_verdict(sample: Sample, settings: FilterConfig, semantic_check: bool 
     too_long = query_too_long(sample)
     if too_long:
         return _reject(sample.id, FilterCategory.FAILED_FORMAT, "format.query_too_long", too_long)
+    text = text_verdict(sample)
+    if text is not None:
+        return text
     try:
         grounded = ground_values(sample)
     except ProvenanceError as exc:
@@ -140,6 +145,24 @@ def audit_verdict(executed: Sample, verdict: Verdict, settings: FilterConfig) ->
     elif problems:
         verdict.notes = verdict.notes + [f"{p.reason}: {p.detail}" for p in problems]
     return verdict
+
+
+def text_verdict(sample: Sample) -> Verdict | None:
+    """The query text lint over every user message (fcbench.checks.query_text): a reject
+    `text.<code>` naming the first glitch of the first message that has one, else None. Cheap (a
+    few regular expressions per message), so it runs before grounding and execution."""
+    user_messages = [m for m in sample.messages if m.get("role") == "user"]
+    for turn in sample.turns or []:
+        user_messages += [m for m in turn.messages if m.get("role") == "user"]
+    texts = [m.get("content") for m in user_messages if isinstance(m.get("content"), str)]
+    for number, text in enumerate(texts, start=1):
+        problems = query_text_problems(text, sample.tools)
+        if problems:
+            where = f"user message {number}: " if len(texts) > 1 else ""
+            detail = "; ".join(problem.describe() for problem in problems[:3])
+            more = f" (+{len(problems) - 3} more)" if len(problems) > 3 else ""
+            return _reject(sample.id, FilterCategory.FAILED_TEXT, problems[0].reason, f"{where}{detail}{more}")
+    return None
 
 
 # ------------------------------------------------------------------------------- execution checks

@@ -11,7 +11,7 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
-from fcbench.cli.common import (FORCE_HELP, exit_if_nothing_kept, _count_table, BATCH_HELP, CONNECTION_HELP, RECORD_HELP, _load_pipeline, app, console, print_json,
+from fcbench.cli.common import (PipelineArgument, BatchOption, ForceOption, FromExportOption, JsonOption, PIPELINES_FILE, PipelinesFileOption, SendBackOption, exit_if_nothing_kept, _count_table, CONNECTION_HELP, RECORD_HELP, _load_pipeline, app, console, print_json,
                                 user_errors)
 from fcbench.errors import UserError
 
@@ -40,13 +40,13 @@ def _print_generation_summary(title: str, summary: dict[str, Any], as_json: bool
 @command("stage1", epilog="Examples:\n\n  build-dataset stage1 travel\n\n  build-dataset stage1 travel --offline --json")
 @user_errors
 def stage1_command(
-    pipeline: str = typer.Argument(..., help="A pipeline declared in pipelines.yaml."),
-    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
+    pipeline: PipelineArgument,
+    file: PipelinesFileOption = PIPELINES_FILE,
     offline: bool = typer.Option(False, "--offline", help="Use the graph sampler even when an LLM is configured."),
     record: bool = typer.Option(False, "--record", help=RECORD_HELP),
-    batch: bool = typer.Option(False, "--batch", help=BATCH_HELP),
-    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    batch: BatchOption = False,
+    force: ForceOption = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Coarse generation: sample tool subsets, write queries and draft their call paths.
 
@@ -112,14 +112,14 @@ def _print_pull(name: str, report: Any, as_json: bool) -> None:
                     "  build-dataset stage2 push travel --annotators 5 --overlap 2\n\n" + CONNECTION_HELP)
 @user_errors
 def stage2_push(
-    pipeline: str = typer.Argument(..., help="A pipeline declared in pipelines.yaml."),
-    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
+    pipeline: PipelineArgument,
+    file: PipelinesFileOption = PIPELINES_FILE,
     count: Optional[int] = typer.Option(None, "--count", min=1, help="Drafts to send [default: stages.stage2.select]."),
     annotators: int = typer.Option(0, "--annotators", min=0, help="Create this many annotator accounts (local "
                                    "studio; passwords and tokens in its credentials file) and assign tasks to them."),
     overlap: int = typer.Option(1, "--overlap", min=1, help="With --annotators: annotators per task (agreement is "
                                 "measured, disagreements go to build/stage2.adjudication.jsonl)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    as_json: JsonOption = False,
 ) -> None:
     """Send the most complete drafts (build/drafts.jsonl), covering different path shapes, to senior annotators.
 
@@ -130,7 +130,8 @@ def stage2_push(
     seed), recorded in the task data as `assigned_annotators`.
     For a `kind: conversation` pipeline the tasks are whole conversations
     (label_config/stage2_conversation.xml: edit turns and calls, tag dialog acts and complexities)."""
-    from fcbench.pipeline.run import PushSettings, run_stage
+    from fcbench.pipeline.run import run_stage
+    from fcbench.stage import PushSettings
 
     summary = run_stage("stage2 push", _load_pipeline(pipeline, file), PushSettings(count, annotators, overlap)).report
     _print_push(f"stage2 push {pipeline}", summary, as_json)
@@ -140,15 +141,13 @@ def stage2_push(
                     "  build-dataset stage2 pull travel --from-export datasets/travel/annotations/stage2_export.json\n\n" + CONNECTION_HELP)
 @user_errors
 def stage2_pull(
-    pipeline: str = typer.Argument(..., help="A pipeline declared in pipelines.yaml."),
-    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
-    from_export: Optional[Path] = typer.Option(None, "--from-export", help="Read a Label Studio JSON export file "
-                                               "instead of the server."),
-    send_back: bool = typer.Option(False, "--send-back", help="Show each failing task's problems on its labeling "
-                                   "page so the annotator can fix it."),
+    pipeline: PipelineArgument,
+    file: PipelinesFileOption = PIPELINES_FILE,
+    from_export: FromExportOption = None,
+    send_back: SendBackOption = False,
     allow_stale: bool = typer.Option(False, "--allow-stale", help="Accept annotations made on drafts that are not "
                                      "the current build/drafts.jsonl's (refused as stale_draft otherwise)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    as_json: JsonOption = False,
 ) -> None:
     """Turn submitted annotations into gold templates (build/templates.jsonl), each checked.
 
@@ -158,7 +157,8 @@ def stage2_pull(
     annotators fixed goes to build/stage2.qa.json. For a `kind: conversation` pipeline the gold
     conversations are checked turn by turn (JSON, dialog acts, calls against the tools' schemas and
     re-executed, required complexities present)."""
-    from fcbench.pipeline.run import PullSettings, run_stage
+    from fcbench.pipeline.run import run_stage
+    from fcbench.stage import PullSettings
 
     report = run_stage("stage2 pull", _load_pipeline(pipeline, file),
                        PullSettings(from_export, send_back, allow_stale)).report
@@ -180,10 +180,10 @@ def _require_annotators(annotators: bool) -> None:
 @stage3_app.command("push", epilog="Example:  build-dataset stage3 push travel --annotators\n\n" + CONNECTION_HELP)
 @user_errors
 def stage3_push(
-    pipeline: str = typer.Argument(..., help="A pipeline declared in pipelines.yaml."),
+    pipeline: PipelineArgument,
     annotators: bool = typer.Option(False, "--annotators", help="Send to junior annotators in Label Studio."),
-    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
-    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    file: PipelinesFileOption = PIPELINES_FILE,
+    as_json: JsonOption = False,
 ) -> None:
     """Send the candidates that need arguments (build/candidates.jsonl) with their fixed path to junior annotators."""
     from fcbench.pipeline.run import run_stage
@@ -195,15 +195,16 @@ def stage3_push(
 @stage3_app.command("pull", epilog="Example:  build-dataset stage3 pull travel --annotators --send-back\n\n" + CONNECTION_HELP)
 @user_errors
 def stage3_pull(
-    pipeline: str = typer.Argument(..., help="A pipeline declared in pipelines.yaml."),
+    pipeline: PipelineArgument,
     annotators: bool = typer.Option(False, "--annotators", help="Pull from junior annotators in Label Studio."),
-    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
-    from_export: Optional[Path] = typer.Option(None, "--from-export", help="Read a Label Studio JSON export file."),
-    send_back: bool = typer.Option(False, "--send-back", help="Show failing tasks' problems to the annotators."),
-    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    file: PipelinesFileOption = PIPELINES_FILE,
+    from_export: FromExportOption = None,
+    send_back: SendBackOption = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Bring back the filled arguments into build/candidates.filled.jsonl (the filter reads it), with the same checks as stage2."""
-    from fcbench.pipeline.run import PullSettings, run_stage
+    from fcbench.pipeline.run import run_stage
+    from fcbench.stage import PullSettings
 
     _require_annotators(annotators)
     report = run_stage("stage3 pull", _load_pipeline(pipeline, file), PullSettings(from_export, send_back)).report
@@ -214,14 +215,14 @@ def stage3_pull(
                     "  build-dataset stage3 run travel --input datasets/travel/build/templates.jsonl --offline")
 @user_errors
 def stage3_run(
-    pipeline: str = typer.Argument(..., help="A pipeline declared in pipelines.yaml."),
-    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
+    pipeline: PipelineArgument,
+    file: PipelinesFileOption = PIPELINES_FILE,
     offline: bool = typer.Option(False, "--offline", help="Never call the LLM (slot substitution from the value pools)."),
     from_file: Optional[Path] = typer.Option(None, "--input", help="Templates to generalize instead of build/templates.jsonl."),
     record: bool = typer.Option(False, "--record", help=RECORD_HELP),
-    batch: bool = typer.Option(False, "--batch", help=BATCH_HELP),
-    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    batch: BatchOption = False,
+    force: ForceOption = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Generalization: N query variants per gold template along the template's call path.
 
@@ -229,7 +230,8 @@ def stage3_run(
     offline), `llm` (function calling along the fixed path) or `annotators` (left for the junior
     annotators: `stage3 push --annotators`). Variants are executed; repeats, dropped slot values and
     failures go to build/candidates.rejects.jsonl. Writes build/candidates.jsonl and build/stage3.summary.json."""
-    from fcbench.pipeline.run import InputSettings, run_stage
+    from fcbench.pipeline.run import run_stage
+    from fcbench.stage import InputSettings
 
     result = run_stage("stage3", _load_pipeline(pipeline, file, record, batch), InputSettings(from_file),
                        offline=offline, force=force).report
@@ -243,15 +245,15 @@ def stage3_run(
 @command("filter", epilog="Example:  build-dataset filter nestful-math --json")
 @user_errors
 def filter_command(
-    pipeline: str = typer.Argument(..., help="A pipeline declared in pipelines.yaml."),
-    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
+    pipeline: PipelineArgument,
+    file: PipelinesFileOption = PIPELINES_FILE,
     input_file: Optional[Path] = typer.Option(None, "--input", help="Filter this canonical file instead of the "
                                               "stage input the pipeline names."),
     offline: bool = typer.Option(False, "--offline", help="Skip the LLM's semantic check even if `llm:` is set."),
     record: bool = typer.Option(False, "--record", help=RECORD_HELP),
-    batch: bool = typer.Option(False, "--batch", help=BATCH_HELP),
-    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    batch: BatchOption = False,
+    force: ForceOption = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Keep the candidates whose gold path is well formed, grounded, executes and reproduces.
 
@@ -262,7 +264,8 @@ def filter_command(
     conversations (grounding turn by turn, every call re-executed in order). Writes
     build/validated.jsonl, build/validated.rejects.jsonl (each with its reason) and
     build/filter.summary.json; a killed run resumes where it stopped."""
-    from fcbench.pipeline.run import InputSettings, run_stage
+    from fcbench.pipeline.run import run_stage
+    from fcbench.stage import InputSettings
 
     config = _load_pipeline(pipeline, file, record, batch)
     summary = run_stage("filter", config, InputSettings(input_file), offline=offline, force=force).report
@@ -297,12 +300,12 @@ def _print_filter_summary(pipeline: str, summary: Any, grounding: str) -> None:
                     "  build-dataset export travel --input datasets/travel/build/validated.jsonl --json")
 @user_errors
 def export(
-    pipeline: str = typer.Argument(..., help="A pipeline declared in pipelines.yaml."),
-    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
+    pipeline: PipelineArgument,
+    file: PipelinesFileOption = PIPELINES_FILE,
     input_file: Optional[Path] = typer.Option(None, "--input", help="Export this canonical file instead of "
                                               "build/validated.jsonl."),
-    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
-    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
+    as_json: JsonOption = False,
+    force: ForceOption = False,
 ) -> None:
     """Export validated samples as Parquet splits in Hugging Face layout, with a dataset card.
 
@@ -315,7 +318,8 @@ def export(
     with their reason. The same input and seed give byte-identical files. An export much smaller
     than the one in place (min_output_share) keeps it and goes to build/export.new/, exit 1,
     unless --force."""
-    from fcbench.pipeline.run import InputSettings, run_stage
+    from fcbench.pipeline.run import run_stage
+    from fcbench.stage import InputSettings
 
     summary = run_stage("export", _load_pipeline(pipeline, file), InputSettings(input_file), force=force).report
     if as_json:
@@ -345,9 +349,9 @@ def export(
 @command(epilog="Example:  build-dataset report nestful-math   (then open datasets/nestful-math/build/report.html)")
 @user_errors
 def report(
-    pipeline: str = typer.Argument(..., help="A pipeline declared in pipelines.yaml."),
-    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
-    as_json: bool = typer.Option(False, "--json", help="Print report.json's content."),
+    pipeline: PipelineArgument,
+    file: PipelinesFileOption = PIPELINES_FILE,
+    as_json: JsonOption = False,
 ) -> None:
     """Write the QA report of a build: build/report.html (plots, one self-contained file) and build/report.json.
 
@@ -374,13 +378,13 @@ def report(
                  "datasets/travel-chat/build/export/)")
 @user_errors
 def run(
-    pipeline: str = typer.Argument(..., help="A pipeline declared in pipelines.yaml."),
-    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
+    pipeline: PipelineArgument,
+    file: PipelinesFileOption = PIPELINES_FILE,
     offline: bool = typer.Option(False, "--offline", help="Use no LLM: graph sampler, slot substitution, "
                                  "execution-only filter."),
     record: bool = typer.Option(False, "--record", help=RECORD_HELP),
-    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
-    as_json: bool = typer.Option(False, "--json", help='Print {"export", "report", "stages"} as JSON.'),
+    force: ForceOption = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Run every automatic stage of a pipeline, in order, and say where the results are.
 

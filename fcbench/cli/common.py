@@ -12,7 +12,7 @@ import functools
 import json
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Annotated, Any, Callable, Optional
 
 import click
 import typer
@@ -114,6 +114,21 @@ def print_json(value: Any) -> None:
 FORCE_HELP = ("Replace the stage's output even when the new result has no samples or fewer than min_output_share "
               "of the previous one (otherwise the previous output is kept and the new one written beside it).")
 BATCH_HELP = "Send this stage's LLM requests through the OpenAI Batch API (llm.mode: batch): half the price, answers within 24 h."
+
+
+# The arguments and options many commands share, each declared once and used as
+# `file: PipelinesFileOption = PIPELINES_FILE`: a flag means the same thing, with the same help,
+# on every command.
+PIPELINES_FILE = Path("pipelines.yaml")
+PipelineArgument = Annotated[str, typer.Argument(help="A pipeline declared in pipelines.yaml.")]
+PipelinesFileOption = Annotated[Path, typer.Option("--file", help="The pipelines file.")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout, and nothing else there.")]
+ForceOption = Annotated[bool, typer.Option("--force", help=FORCE_HELP)]
+BatchOption = Annotated[bool, typer.Option("--batch", help=BATCH_HELP)]
+FromExportOption = Annotated[Optional[Path], typer.Option(
+    "--from-export", help="Read a Label Studio JSON export file instead of the server (no server needed).")]
+SendBackOption = Annotated[bool, typer.Option(
+    "--send-back", help="Show each failing task's problems to its annotators on the labeling page (needs the server).")]
 
 
 def _load_pipeline(name: str, file: Path, record: bool = False, batch: bool = False):

@@ -12,7 +12,7 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
-from fcbench.cli.common import (exit_if_nothing_kept, _count_table, app, console, print_json,
+from fcbench.cli.common import (JsonOption, PIPELINES_FILE, PipelinesFileOption, exit_if_nothing_kept, _count_table, app, console, print_json,
                                 user_errors)
 from fcbench.errors import UserError
 
@@ -41,7 +41,7 @@ def convert(
     tools_out: Optional[Path] = typer.Option(None, "--tools-out", help="NESTful v1 spec file to write."),
     nestful_version: Optional[str] = typer.Option(None, "--nestful-version", help="v1 or v2 when writing NESTful."),
     no_gold: bool = typer.Option(False, "--no-gold", help="BFCL: convert questions without --answers (no gold calls)."),
-    as_json: bool = typer.Option(False, "--json", help="Print a JSON summary."),
+    as_json: JsonOption = False,
 ) -> None:
     """Convert a benchmark file between formats, through the canonical sample.
 
@@ -69,7 +69,7 @@ def convert(
 @user_errors
 def validate(
     file: Path = typer.Argument(..., help="A canonical fcbench JSONL file."),
-    as_json: bool = typer.Option(False, "--json", help="Print the problems as JSON."),
+    as_json: JsonOption = False,
 ) -> None:
     """Check a canonical JSONL file line by line.
 
@@ -107,7 +107,7 @@ def stats(
     from_format: str = typer.Option("fcbench", "--from", help="fcbench, complexfuncbench, nestful, callnavi, bfcl, confetti."),
     answers: Optional[Path] = typer.Option(None, "--answers", help="BFCL possible-answer file to read."),
     tools: Optional[Path] = typer.Option(None, "--tools", help="NESTful v1 spec or CallNavi APISchema file to read."),
-    as_json: bool = typer.Option(False, "--json", help="Print the statistics as one JSON object."),
+    as_json: JsonOption = False,
 ) -> None:
     """Print dataset statistics of a benchmark file of any format.
 
@@ -161,7 +161,7 @@ def _print_stats_tables(file: Path, result: Any) -> None:
 @user_errors
 def lint_tools_command(
     file: Path = typer.Argument(..., help="A tool catalog: OpenAI, BFCL, NESTful, CallNavi or fcbench samples."),
-    as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON."),
+    as_json: JsonOption = False,
     strict: bool = typer.Option(False, "--strict", help="Exit 1 when any finding is an error."),
     overlap_threshold: Optional[float] = typer.Option(
         None, "--overlap-threshold", min=0, max=100,
@@ -210,7 +210,7 @@ def execute(
     round_to_gold: bool = typer.Option(False, "--round-to-gold", help="Compare numbers as NESTful does: "
                                        "round the result to the gold answer's decimals."),
     timeout: float = typer.Option(5.0, "--timeout", min=0.001, max=3600, help="Seconds per call."),
-    as_json: bool = typer.Option(False, "--json", help='Print {"summary", "items"} as JSON.'),
+    as_json: JsonOption = False,
 ) -> None:
     """Execute the gold path of every sample and say whether it reproduces the recorded answer.
 
@@ -245,11 +245,11 @@ def _print_execution(file: Path, report: Any) -> None:
 @command(epilog="Example:  build-dataset pipelines --file pipelines.yaml --json")
 @user_errors
 def pipelines(
-    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file to read."),
+    file: PipelinesFileOption = PIPELINES_FILE,
     check: bool = typer.Option(False, "--check", help="Check each pipeline's whole chain (files, settings, tools, "
                                "environment, LLM) before anything runs; exit 1 on any problem."),
     name: Optional[str] = typer.Argument(None, help="Only this pipeline (with --check)."),
-    as_json: bool = typer.Option(False, "--json", help="Print every pipeline's full settings as JSON."),
+    as_json: JsonOption = False,
 ) -> None:
     """List the pipelines declared in pipelines.yaml and their stage settings.
 
@@ -339,9 +339,9 @@ def new_command(
                                            "server URLs."),
     auth_env: Optional[str] = typer.Option(None, "--auth-env", help="NAME of the environment variable holding the API "
                                            "token (sent as 'Authorization: Bearer …'; never written anywhere)."),
-    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file to add the pipeline to."),
+    file: PipelinesFileOption = PIPELINES_FILE,
     force: bool = typer.Option(False, "--force", help="Write over an existing datasets/NAME folder."),
-    as_json: bool = typer.Option(False, "--json", help="Print the import summary as JSON."),
+    as_json: JsonOption = False,
 ) -> None:
     """Scaffold a benchmark over your own API from its OpenAPI description.
 

@@ -11,7 +11,7 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
-from fcbench.cli.common import (_count_table, BATCH_HELP, _load_pipeline, app, console, print_json,
+from fcbench.cli.common import (PipelineArgument, BatchOption, JsonOption, PIPELINES_FILE, PipelinesFileOption, _count_table, _load_pipeline, app, console, print_json,
                                 user_errors)
 from fcbench.errors import UserError
 
@@ -85,7 +85,7 @@ def score(
                                            "the pipeline's llm.base_url, else $OPENAI_BASE_URL)."),
     pipeline: Optional[str] = typer.Option(None, "--pipeline", help="Take the judge's llm block (model, key variable, "
                                            "concurrency, retries, prices) from this pipeline of --file."),
-    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file (with --pipeline)."),
+    file: PipelinesFileOption = PIPELINES_FILE,
     offline: bool = typer.Option(False, "--offline", help="Grade with the rule-based stand-ins even when an LLM is "
                                  "configured."),
     judge_cache: Optional[Path] = typer.Option(None, "--judge-cache", help="SQLite file caching each verdict (default: "
@@ -93,7 +93,7 @@ def score(
                                                "~/.cache/fcbench/judges.sqlite)."),
     batch: bool = typer.Option(False, "--batch", help="confetti: send the judge's requests through the OpenAI Batch "
                                "API (llm.mode: batch): half the price, answers within 24 h."),
-    as_json: bool = typer.Option(False, "--json", help="Print {metric, summary, items} as one JSON object."),
+    as_json: JsonOption = False,
 ) -> None:
     """Grade model predictions with the shared scorer.
 
@@ -122,10 +122,11 @@ def _judge_settings(metric: str, llm_model: str | None, base_url: str | None, pi
 
     from fcbench.evaluate import score_files as scoring
     from fcbench.llm.judge import default_judge_cache, judge_llm_config
+    from fcbench.score.registry import METRICS, file_metrics
 
-    if (llm_model or base_url or pipeline or judge_cache or batch) and metric not in scoring.LLM_JUDGED_METRICS:
+    if (llm_model or base_url or pipeline or judge_cache or batch) and not (metric in METRICS and METRICS.get(metric).llm_judged):
         raise UserError(f"--llm-model, --base-url, --pipeline, --judge-cache and --batch configure the LLM judge of "
-                        f"{', '.join('--metric ' + m for m in scoring.LLM_JUDGED_METRICS)}; --metric {metric} has none")
+                        f"{', '.join('--metric ' + m.name for m in file_metrics() if m.llm_judged)}; --metric {metric} has none")
     if batch and metric == "complexeval":
         raise UserError("--batch: ComplexEval's judges are asked one verdict at a time inside the protocol, online")
     if offline:
@@ -166,7 +167,7 @@ def _print_score(metric: str, compat: bool, predictions: Path, result: Any) -> N
 )
 @user_errors
 def evaluate(
-    pipeline: str = typer.Argument(..., help="A pipeline declared in pipelines.yaml."),
+    pipeline: PipelineArgument,
     model: str = typer.Option(..., "--model", help="The model to evaluate (as the endpoint names it)."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (default: the "
                                            "pipeline's llm.base_url, else $OPENAI_BASE_URL)."),
@@ -176,8 +177,8 @@ def evaluate(
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Evaluate only the first N samples."),
     extra_turns: int = typer.Option(3, "--extra-turns", min=1, help="Model turns allowed per sample beyond its "
                                     "gold steps (final answer and corrections) before it is cut off."),
-    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
-    batch: bool = typer.Option(False, "--batch", help=BATCH_HELP),
+    file: PipelinesFileOption = PIPELINES_FILE,
+    batch: BatchOption = False,
     judge_model: Optional[str] = typer.Option(None, "--judge-model", help="The LLM judge of call equivalence, "
                                               "completeness and correctness (default: the pipeline's judge block; "
                                               "none: rule-based stand-ins, said on the first line)."),
@@ -187,7 +188,7 @@ def evaluate(
         None, "--context-window", min=1, help="The model's context window in tokens (cl100k_base count of "
         "messages + tools; default: llm.context_window). A request above it is not sent: the sample ends "
         "there as context_overflow."),
-    as_json: bool = typer.Option(False, "--json", help='Print {"model", "scores", "trajectories"} as JSON.'),
+    as_json: JsonOption = False,
 ) -> None:
     """Run a model on an exported benchmark with ComplexFuncBench's ComplexEval protocol, then score it.
 
@@ -204,7 +205,8 @@ def evaluate(
     (0-2) are LLM-judged, as in the paper; verdicts are cached in build/eval/<model>/judges.sqlite,
     an unusable verdict is asked again once and then recorded as judge_error. Without one, the
     rule-based stand-ins judge, and the output and scores.json say so first."""
-    from fcbench.pipeline.run import EvaluateSettings, run_stage
+    from fcbench.pipeline.run import run_stage
+    from fcbench.stage import EvaluateSettings
 
     config = _load_pipeline(pipeline, file)
     # progress (a bar on a terminal, a line every few seconds elsewhere, on stderr) and the memory

@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 import typer
 
-from fcbench.cli.common import (_load_pipeline, app, console, print_json,
+from fcbench.cli.common import (JsonOption, PIPELINES_FILE, PipelinesFileOption, _load_pipeline, app, console, print_json,
                                 user_errors)
 from fcbench.errors import UserError
 
@@ -90,8 +90,8 @@ def studio_start(
                                  "127.0.0.1, started and stopped with the studio)."),
     webhook: Optional[str] = typer.Option(None, "--webhook", help="Also start the webhook receiver that checks "
                                           "this pipeline's annotations as they are submitted (see studio webhook)."),
-    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file (with --webhook)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the status as JSON."),
+    file: PipelinesFileOption = PIPELINES_FILE,
+    as_json: JsonOption = False,
 ) -> None:
     """Start Label Studio on loopback with its own data dir, an admin and an API token.
 
@@ -117,7 +117,7 @@ def _start_receiver(config: Any, pipeline: str, file: Path) -> Any:
 @user_errors
 def studio_stop(
     studio_dir: Optional[Path] = typer.Option(None, "--dir", help="Studio folder."),
-    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    as_json: JsonOption = False,
 ) -> None:
     """Stop the Label Studio server started from this studio folder (its data is kept), and its
     webhook receiver."""
@@ -137,7 +137,7 @@ def studio_stop(
 @user_errors
 def studio_status(
     studio_dir: Optional[Path] = typer.Option(None, "--dir", help="Studio folder."),
-    as_json: bool = typer.Option(False, "--json", help="Print the status as JSON."),
+    as_json: JsonOption = False,
 ) -> None:
     """Say whether the studio's server and its webhook receiver run and answer, where, and who to log in as."""
     from annotate.studio.server import status
@@ -153,13 +153,13 @@ def studio_status(
 @user_errors
 def studio_webhook(
     pipeline: str = typer.Argument(..., help="The pipeline whose stage2 and junior-fill projects are checked."),
-    file: Path = typer.Option(Path("pipelines.yaml"), "--file", help="The pipelines file."),
+    file: PipelinesFileOption = PIPELINES_FILE,
     studio_dir: Optional[Path] = typer.Option(None, "--dir", help="Studio folder."),
     port: int = typer.Option(0, "--port", min=0, max=65535, help="Port on 127.0.0.1 (0 picks a free one)."),
     stop: bool = typer.Option(False, "--stop", help="Stop the receiver instead."),
     foreground: bool = typer.Option(False, "--foreground", help="Run in this terminal until Ctrl-C (the background "
                                     "process runs this)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the status as JSON."),
+    as_json: JsonOption = False,
 ) -> None:
     """Check every annotation as it is submitted or updated, and show the result on its task.
 

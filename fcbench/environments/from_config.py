@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from fcbench.config import PipelineConfig
 from fcbench.stage import pipeline_catalog
 from fcbench.environments import Environment
 from fcbench.errors import UserError
+from fcbench.registry import Registry
 from fcbench.sample import Sample, Tool
+
+# kind (pipelines.yaml `environment.kind`) -> opener(pipeline, tools), each registered on its
+# opener below; the one place that knows the kinds (fcbench.registry)
+EnvironmentOpener = Callable[[PipelineConfig, list[Tool]], Environment]
+ENVIRONMENTS: Registry[EnvironmentOpener] = Registry("environment kind")
 
 
 def pipeline_tools(pipeline: PipelineConfig, samples: Iterable[Sample]) -> list[Tool]:
@@ -30,10 +36,8 @@ def open_environment(pipeline: PipelineConfig, samples: Iterable[Sample]) -> Env
     settings = pipeline.environment
     if settings is None:
         raise UserError(f"pipeline {pipeline.name!r} declares no environment: add `environment:` to pipelines.yaml")
-    if settings.kind not in ENVIRONMENTS:
-        raise UserError(f"pipeline {pipeline.name!r}: unknown environment kind {settings.kind!r}, "
-                        f"available: {', '.join(ENVIRONMENTS)}")
-    return ENVIRONMENTS[settings.kind](pipeline, pipeline_tools(pipeline, samples))
+    opener = ENVIRONMENTS.get(settings.kind, where=f"pipeline {pipeline.name!r}: ")
+    return opener(pipeline, pipeline_tools(pipeline, samples))
 
 
 def environment_for(pipeline: PipelineConfig, samples: Iterable[Sample],
@@ -43,6 +47,7 @@ def environment_for(pipeline: PipelineConfig, samples: Iterable[Sample],
     return nullcontext(given) if given is not None else open_environment(pipeline, samples)
 
 
+@ENVIRONMENTS.register("python")
 def _python_environment(pipeline: PipelineConfig, tools: list[Tool]) -> Environment:
     """Tool implementations run in worker subprocesses (locally, or as Ray tasks with `backend: ray`)."""
     from fcbench.environments.python_env import EnvironmentStartError, PythonEnvironment
@@ -60,6 +65,7 @@ def _python_environment(pipeline: PipelineConfig, tools: list[Tool]) -> Environm
         raise UserError(f"pipeline {pipeline.name!r}: {exc}") from None
 
 
+@ENVIRONMENTS.register("recorded")
 def _recorded_environment(pipeline: PipelineConfig, tools: list[Tool]) -> Environment:
     """Answers from recorded responses only (no tool code, no network)."""
     from fcbench.environments.recorded import RecordedEnvironment, RecordedStore
@@ -70,6 +76,7 @@ def _recorded_environment(pipeline: PipelineConfig, tools: list[Tool]) -> Enviro
         raise UserError(f"pipeline {pipeline.name!r}: {exc}") from None
 
 
+@ENVIRONMENTS.register("http")
 def _http_environment(pipeline: PipelineConfig, tools: list[Tool]) -> Environment:
     """Replay from the recorded store (offline, the default), or with `record` (set by `--record`)
     call the server and record into the store, sending only the calls not recorded yet."""
@@ -112,6 +119,7 @@ def _ray_environment(pipeline: PipelineConfig, tools: Sequence[Tool]) -> Environ
                           timeout=settings.timeout_s, memory_limit_mb=settings.memory_mb, seed=pipeline.seed)
 
 
+@ENVIRONMENTS.register("simulated")
 def _simulated_environment(pipeline: PipelineConfig, tools: list[Tool]) -> Environment:
     """The LLM answers each call from the tool's description and output schema (cached)."""
     from fcbench.environments.simulated import SimulatedEnvironment
@@ -124,11 +132,3 @@ def _simulated_environment(pipeline: PipelineConfig, tools: list[Tool]) -> Envir
     return SimulatedEnvironment(tools, pipeline.llm, pipeline.build_dir / LLM_CACHE_FILE, reference_time,
                                 jitter_seed=pipeline.seed)
 
-
-# kind (pipelines.yaml `environment.kind`) -> opener; the one place that knows the kinds.
-ENVIRONMENTS = {
-    "python": _python_environment,
-    "recorded": _recorded_environment,
-    "http": _http_environment,
-    "simulated": _simulated_environment,
-}

@@ -13,33 +13,31 @@ again). An answer that is not the JSON asked for is asked again ONCE (a second a
 own cache row, `fcbench.llm.judge.JUDGE_PARSE_ATTEMPTS`); still unusable, or refused by the endpoint, it raises `JudgeError`: recorded as
 `judge_error`, never guessed. An unreachable endpoint or a refused key stops the run (UserError).
 
-The scorer is synchronous and may run inside another event loop (`evaluate`), so the judges own
-an event loop in a thread of their own; `judge(...)` blocks the calling thread only.
+The scorer is synchronous and may run inside another event loop (`evaluate`): the judges are
+`fcbench.llm.judge.LLMJudge`s asked through a `JudgeSession` (the LLM layer's one background
+loop); a call blocks the calling thread only.
 """
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
 import json
 import threading
 from collections import Counter
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from fcbench.config import LLMConfig
-from fcbench.llm.cache import RequestCache
-from fcbench.llm.client import ChatRequest, Completion, LLMClient, LLMRejection, ParseError
+from fcbench.llm.client import Completion, ParseError
 from fcbench.llm.client import json_object_answer
-from fcbench.llm.judge import judge_client
-from fcbench.llm.prompts import PromptFile
+from fcbench.llm.judge import JudgeSession
 from fcbench.sample import Call, Sample, Tool, user_query
 from fcbench.environments import Environment
 from fcbench.environments.recorded import RecordedEnvironment
 from fcbench.score.complexeval import (ComplexEvalOptions, ResponseJudgeInput, gold_steps_with_values,
                                        response_match_layer, typed_difference_layer)
-from fcbench.score.matching import JudgeError, MatchLayer, PredictedCall
+from fcbench.errors import JudgeError
+from fcbench.score.matching import MatchLayer, PredictedCall
 
 PROMPTS = Path(__file__).resolve().parents[1] / "prompts"
 EQUIVALENCE_PROMPT = PROMPTS / "complexeval_call_equivalence.txt"
@@ -97,59 +95,23 @@ class NamedJudge:
         return self._judge(given)
 
 
-class _LoopThread:
-    """An event loop running in its own daemon thread; `run(coroutine)` waits for the result."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name="complexeval-judges", daemon=True)
-        self.thread.start()
-
-    def run(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
-
-    def close(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join()
-        self.loop.close()
-
-
 class LLMJudges:
     """Use as `with LLMJudges(config, cache_path) as judges: ...`; `summary()` is the accounting
     (requests sent, cache hits, verdicts by judge and layer, judge errors)."""
 
     def __init__(self, config: LLMConfig, cache_path: Path, *, environ: Mapping[str, str] | None = None) -> None:
         self.config = config
-        self.prompts = {name: PromptFile.load(path, path.parent) for name, path in (
-            ("equivalence", EQUIVALENCE_PROMPT), ("completeness", COMPLETENESS_PROMPT),
-            ("correctness", CORRECTNESS_PROMPT))}
         self.verdicts: Counter[str] = Counter()  # "<judge>:<verdict>" -> count
         self._lock = threading.Lock()
-        # this run's answers, judge errors included: the client forgets unusable answers (so a later
-        # run asks again), but within one run the scorer's replay must see what the live run saw;
-        # keyed by the prompt's digest, not its text (a prompt carries a whole conversation)
-        self._answers: dict[tuple[str, str], tuple[str | None, Any]] = {}
-        self._cache = RequestCache(cache_path)
-        self._loop = _LoopThread()
-
-        async def open_client() -> LLMClient:  # made in the judges' own loop, which it belongs to
-            return judge_client(config, self._cache, environ)
-
-        try:
-            self._client: LLMClient = self._loop.run(open_client())
-        except BaseException:
-            self._loop.close()
-            self._cache.close()
-            raise
+        self._session = JudgeSession(config, cache_path, environ=environ)
+        self._judges = {name: self._session.judge(path, parse=parse) for name, path, parse in (
+            ("equivalence", EQUIVALENCE_PROMPT, parse_equivalence), ("completeness", COMPLETENESS_PROMPT, parse_score),
+            ("correctness", CORRECTNESS_PROMPT, parse_score))}
         self.completeness_judge = NamedJudge(f"llm:{config.model}:completeness", self.completeness)
         self.correctness_judge = NamedJudge(f"llm:{config.model}:correctness", self.correctness)
 
     def close(self) -> None:
-        try:
-            self._loop.run(self._client.aclose())
-        finally:
-            self._loop.close()
-            self._cache.close()
+        self._session.close()
 
     def __enter__(self) -> LLMJudges:
         return self
@@ -164,30 +126,18 @@ class LLMJudges:
     def summary(self) -> dict[str, Any]:
         with self._lock:
             verdicts = dict(sorted(self.verdicts.items()))
-        return {**self._client.summary(), "verdicts": verdicts}
+        return {**self._session.summary(), "verdicts": verdicts}
 
     def _count(self, key: str) -> None:
         with self._lock:
             self.verdicts[key] += 1
 
-    def _ask(self, judge: str, prompt_values: Mapping[str, str], parse: Any) -> Any:
-        prompt = self.prompts[judge]
-        text = prompt.render(**prompt_values)
-        key = (judge, hashlib.sha256(text.encode("utf-8")).hexdigest())
-        with self._lock:
-            remembered = self._answers.get(key)
-        if remembered is None:
-            request = ChatRequest(messages=[{"role": "user", "content": text}],
-                                  response_format={"type": "json_object"}, prompt_hash=prompt.sha256)
-            outcome = self._loop.run(self._client.complete(request, parse))
-            remembered = (outcome.reason, None) if isinstance(outcome, LLMRejection) else (None, outcome.parsed)
-            with self._lock:
-                self._answers[key] = remembered
-        failure, parsed = remembered
-        if failure is not None:
+    def _ask(self, judge: str, question: Mapping[str, str]) -> Any:
+        verdict = self._session.ask(self._judges[judge], question)
+        if isinstance(verdict, JudgeError):
             self._count(f"{judge}:judge_error")
-            raise JudgeError(f"{judge} judge ({self.config.model}): {failure}")
-        return parsed
+            raise JudgeError(f"{judge} judge ({self.config.model}): {verdict.reason}", verdict.raw_text)
+        return verdict
 
     # -- call equivalence ---------------------------------------------------------------------
     def equivalence_layer(self, sample: Sample) -> MatchLayer:
@@ -200,7 +150,7 @@ class LLMJudges:
                 "functions": functions, "history": context,
                 "call_1": _dumps({"name": predicted.name, "arguments": predicted.arguments}),
                 "call_2": _dumps({"name": gold.name, "arguments": gold.arguments}),
-            }, parse_equivalence)
+            })
             self._count(f"equivalence:{'equal' if is_equal else 'different'}")
             return is_equal
 
@@ -211,8 +161,7 @@ class LLMJudges:
         if not (given.final_text or "").strip():
             self._count("completeness:rule_no_answer")
             return 0  # nothing was answered: certain without asking
-        score, _ = self._ask("completeness", {"query": user_query(given.sample), "response": given.final_text or ""},
-                             parse_score)
+        score, _ = self._ask("completeness", {"query": user_query(given.sample), "response": given.final_text or ""})
         self._count(f"completeness:{score}")
         return score
 
@@ -221,7 +170,7 @@ class LLMJudges:
             self._count("correctness:rule_no_answer")
             return 0
         score, _ = self._ask("correctness", {"history": _dumps(gold_conversation(given.sample)),
-                                             "response": given.final_text or ""}, parse_score)
+                                             "response": given.final_text or ""})
         self._count(f"correctness:{score}")
         return score
 

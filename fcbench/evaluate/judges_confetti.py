@@ -5,11 +5,11 @@ about which judge produced each figure.
 The metric itself stays pure (`fcbench.score.confetti`): it takes a classifier and a judge as
 plain callables. The LLM versions are asked everything at once, concurrently, in two passes over
 the pure scorer:
-1. a recording pass, whose classifier and judge note every question and answer `NoVerdict`;
+1. a recording pass, whose classifier and judge note every question and answer `JudgeError`;
 2. every question goes to the LLM (`fcbench.llm.judge.LLMJudge`: cached, an unreadable answer
    asked again once, then a `JudgeError`);
 3. the scoring pass, whose classifier and judge look the verdicts up; a `JudgeError` becomes
-   `NoVerdict`, so that part of the item is a `judge_error` with the reason and is left out of
+   `JudgeError`, so that part of the item is a `judge_error` with the reason and is left out of
    its figure.
 Both passes see the same lines in the same order, so they ask the same questions.
 
@@ -28,12 +28,12 @@ from typing import Any, Iterable, Mapping, Sequence
 from fcbench.config import LLMConfig
 from fcbench.llm.cache import canonical_json
 from fcbench.llm.client import ParseError
-from fcbench.llm.judge import JudgeError, LLMJudge, judge_client, load_prompt
+from fcbench.errors import JudgeError
+from fcbench.llm.judge import LLMJudge, judge_client, load_prompt
 from fcbench.sample import Sample
 from fcbench.score.confetti import (
     ConfettiOptions,
     ConfettiReport,
-    NoVerdict,
     ParameterUse,
     normal_dialog_act,
     score_confetti,
@@ -113,13 +113,13 @@ class _Questions:
 
     def classify(self, response: str, calls: Sequence[PredictedCall], history: str) -> list[str]:
         self.acts.append(act_question(response, calls, history))
-        raise NoVerdict("not asked yet")
+        raise JudgeError("not asked yet")
 
     def judge(self, use: ParameterUse) -> bool:
         if gold_value(use):
             return True
         self.values.append(validity_question(use))
-        raise NoVerdict("not asked yet")
+        raise JudgeError("not asked yet")
 
 
 @dataclass
@@ -145,7 +145,7 @@ def _verdict(verdict: Any) -> Any:
     if isinstance(verdict, JudgeError):
         raw = " ".join(verdict.raw_text.split())
         shown = raw if len(raw) <= RAW_TEXT_SHOWN else raw[:RAW_TEXT_SHOWN] + "..."
-        raise NoVerdict(f"judge_error: {verdict.reason}" + (f" (last answer: {shown!r})" if shown else ""))
+        raise JudgeError(f"judge_error: {verdict.reason}" + (f" (last answer: {shown!r})" if shown else ""))
     return verdict
 
 

@@ -69,6 +69,7 @@ from fcbench.llm.judge import JUDGE_CACHE_FILE, judge_llm_config
 from fcbench.llm.cache import RequestCache, canonical_json
 from fcbench.llm.client import (ChatRequest, LLMClient, LLMRejection, ToolCall, assistant_message, tool_call_ids,
                           run_workers, tool_message)
+from fcbench.stage import EvaluateSettings, PipelineContext, StageSummary
 
 EVAL_DIR = "eval"
 DEFAULT_SPLIT = "test"
@@ -682,3 +683,15 @@ def evaluate_pipeline(pipeline: PipelineConfig, model: str, *, base_url: str | N
         judge = judge.model_copy(update={"mode": "online"})
     return evaluate(config, pipeline.build_dir, split=split, input_file=input_file, limit=limit,
                     extra_turns=extra_turns, environ=environ, progress=progress, judge=judge)
+
+
+def run(ctx: PipelineContext, settings: EvaluateSettings) -> StageSummary:
+    """The stage contract (fcbench.stage): one model run over the exported split, scored."""
+    result = evaluate_pipeline(ctx.config, settings.model, base_url=settings.base_url, split=settings.split,
+                               input_file=settings.input_file, limit=settings.limit, extra_turns=settings.extra_turns,
+                               batch=settings.batch, progress=settings.progress,
+                               judge_model=settings.judge_model, judge_base_url=settings.judge_base_url,
+                               context_window=settings.context_window)
+    return StageSummary("evaluate", {"samples": result.samples, "ran": result.ran, "reused": result.reused},
+                        outputs={"trajectories": str(result.trajectories_path), "scores": str(result.scores_path),
+                                 "rejects": str(result.rejects_path)}, report=result)

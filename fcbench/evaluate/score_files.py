@@ -18,6 +18,7 @@ from typing import Any, Iterable
 from fcbench.config import LLMConfig
 from fcbench.errors import UserError
 from fcbench.jsonl import iter_json_lines, read_json_or_lines
+from fcbench.score.registry import METRICS, file_metrics, reads_files
 
 
 @dataclass
@@ -284,37 +285,43 @@ class ScoreRequest:
     judges: JudgeSettings = JudgeSettings()
 
 
+@reads_files("bfcl")
 def _bfcl(request: ScoreRequest) -> ScoreResult:
     if not request.questions:
         raise UserError("--metric bfcl needs --questions (and --answers for categories with gold)")
     return score_bfcl_files(list(request.questions), list(request.answers), request.predictions, request.compat)
 
 
+@reads_files("nestful")
+def _nestful(request: ScoreRequest) -> ScoreResult:
+    return score_nestful_files(request.predictions, request.gold, request.tools_module, request.compat)
+
+
+@reads_files("callnavi")
 def _callnavi(request: ScoreRequest) -> ScoreResult:
     if not request.questions:
         raise UserError("--metric callnavi needs --questions Questions/<domain>.json")
     return score_callnavi_files(list(request.questions), request.predictions, request.compat)
 
 
-# name -> scorer over files; `score --metric` looks metrics up here and nowhere else.
-METRICS: dict[str, Any] = {
-    "bfcl": _bfcl,
-    "nestful": lambda r: score_nestful_files(r.predictions, r.gold, r.tools_module, r.compat),
-    "callnavi": _callnavi,
-    "complexeval": lambda r: score_complexeval_files(r.predictions, r.gold, r.gold_format, r.compat, r.judges),
-    "confetti": lambda r: score_confetti_files(r.predictions, r.gold, r.gold_format, r.judges),
-}
-# the metrics graded in part by an LLM judge (`--llm-model`, `--pipeline`, `--offline`)
-LLM_JUDGED_METRICS = ("complexeval", "confetti")
+@reads_files("complexeval")
+def _complexeval(request: ScoreRequest) -> ScoreResult:
+    return score_complexeval_files(request.predictions, request.gold, request.gold_format, request.compat, request.judges)
+
+
+@reads_files("confetti")
+def _confetti(request: ScoreRequest) -> ScoreResult:
+    return score_confetti_files(request.predictions, request.gold, request.gold_format, request.judges)
 
 
 def score_files(metric: str, request: ScoreRequest) -> ScoreResult:
-    """Grade a predictions file with the metric registered under `metric`. A file with no
-    prediction at all is an error, not a score of 0.0."""
-    if metric not in METRICS:
-        raise UserError(f"unknown metric {metric!r}, available: {', '.join(METRICS)}")
+    """Grade a predictions file with the metric registered under `metric` (fcbench.score.registry).
+    A file with no prediction at all is an error, not a score of 0.0."""
+    reader = METRICS.get(metric).score_files if metric in METRICS else None
+    if reader is None:
+        raise UserError(f"unknown metric {metric!r}, available: {', '.join(m.name for m in file_metrics())}")
     if not request.predictions.is_file():
         raise UserError(f"{request.predictions}: no such file")
     if not any(line.strip() for line in request.predictions.open("rb")):
         raise UserError(f"{request.predictions}: no predictions in the file (nothing to score)")
-    return METRICS[metric](request)
+    return reader(request)

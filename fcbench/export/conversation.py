@@ -19,16 +19,12 @@ seed give byte-identical files.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import yaml
 
 from fcbench.runtime.progress import counted, lines_in
@@ -40,13 +36,12 @@ from fcbench.errors import UserError
 from fcbench.formats import FormatError, read_samples, write_samples
 from fcbench.jsonl import write_json, write_json_lines
 from fcbench.runtime.output_guard import guard_counts
-from fcbench.formats.parquet_rows import PARQUET_SCHEMA, sample_to_row
+from fcbench.formats.parquet_rows import sample_to_row
+from fcbench.export.parquet import export_work_dir, swap_in, write_split
 from fcbench.sample import Sample
 from fcbench.export.splits import domain_split_name, split_for_key
+from fcbench.stage import PipelineContext, StageSummary, input_of
 
-_WRITER_OPTIONS: dict[str, Any] = {"compression": "zstd", "compression_level": 3, "use_dictionary": True,
-                                   "write_statistics": ["id", "difficulty", "parent_id"], "version": "2.6",
-                                   "data_page_version": "1.0", "store_schema": True}
 COPY_FORMATS = {"fcbench": "jsonl", "confetti": "json"}
 SET_TITLES = {"function_calling": "function-calling set (history up to a calling turn -> its calls)",
               "response_quality": "response-quality set (history up to an agent turn -> its dialog acts)"}
@@ -79,21 +74,6 @@ def conversation_split(conversation: Sample, rule: str, seed: int, ratios: Mappi
     if rule == "domain":
         return domain_split_name(conversation)
     return split_for_key(conversation.id, seed, ratios)
-
-
-def _shards(rows: list[dict[str, Any]], shard_rows: int) -> list[list[dict[str, Any]]]:
-    return [rows[start:start + shard_rows] for start in range(0, len(rows), shard_rows)] or [[]]
-
-
-def _write_parquet(rows: list[dict[str, Any]], directory: Path, split: str, shard_rows: int) -> list[Path]:
-    directory.mkdir(parents=True, exist_ok=True)
-    shards = _shards(rows, shard_rows)
-    paths = []
-    for index, shard in enumerate(shards):
-        path = directory / f"{split}-{index:05d}-of-{len(shards):05d}.parquet"
-        pq.write_table(pa.Table.from_pylist(shard, schema=PARQUET_SCHEMA), path, **_WRITER_OPTIONS)
-        paths.append(path)
-    return paths
 
 
 def previous_conversations(export_dir: Path) -> int | None:
@@ -140,10 +120,7 @@ def export_conversations(source: Path, build_dir: Path, pipeline: PipelineConfig
         write_json_lines(build_dir / "export.rejects.jsonl", rejects)
         raise UserError(f"{source}: no conversation could be exported ({len(rejects)} rejected)")
     order = [name for name in settings.ratios if name in by_split] + sorted(set(by_split) - set(settings.ratios))
-    build_dir.mkdir(parents=True, exist_ok=True)
-    for leftover in build_dir.glob(".export.*"):
-        shutil.rmtree(leftover, ignore_errors=True)
-    work = Path(tempfile.mkdtemp(prefix=".export.", dir=build_dir))
+    work = export_work_dir(build_dir)
     try:
         statistics: dict[str, Any] = {"overall": conversation_stats(c for s in order for c in by_split[s]), "splits": {}}
         for split in order:
@@ -152,9 +129,9 @@ def export_conversations(source: Path, build_dir: Path, pipeline: PipelineConfig
             info: dict[str, Any] = {"conversations": len(conversations)}
             for set_name in SETS:
                 samples = [sample for sets in cut for sample in sets[set_name]]
-                rows = [sample_to_row(sample) for sample in samples]
-                paths = _write_parquet(rows, work / set_name, split, settings.shard_rows)
-                info[set_name] = {"rows": len(rows), "shards": len(paths)}
+                written = write_split((sample_to_row(sample) for sample in samples), split, work / set_name,
+                                      settings.shard_rows, settings.shard_bytes)
+                info[set_name] = {"rows": written.rows, "shards": len(written.paths)}
                 for fmt in settings.formats:
                     if fmt in COPY_FORMATS:
                         target = work / fmt / set_name / f"{split}.{COPY_FORMATS[fmt]}"
@@ -173,13 +150,7 @@ def export_conversations(source: Path, build_dir: Path, pipeline: PipelineConfig
                                force=force, min_share=pipeline.min_output_share)
         summary.replaced = guarded.summary()
         export_dir = guarded.path(build_dir / "export")
-        if export_dir.exists():
-            old = build_dir / ".export.old"
-            os.replace(export_dir, old)
-            os.replace(work, export_dir)
-            shutil.rmtree(old)
-        else:
-            os.replace(work, export_dir)
+        swap_in(work, export_dir)
     finally:
         if work.exists():
             shutil.rmtree(work)
@@ -259,3 +230,11 @@ def render_conversation_card(pipeline: PipelineConfig, summary: ConversationExpo
     if summary.reasons:
         lines += ["## Not exported", "", *[f"- {reason}: {count}" for reason, count in summary.reasons.items()], ""]
     return "\n".join(lines)
+
+
+def run(ctx: PipelineContext, settings: Any = None) -> StageSummary:
+    """The stage contract (fcbench.stage)."""
+    exported = run_conversation_export(ctx.config, input_of(settings), force=ctx.force)
+    return StageSummary("export", {"exported": exported.exported, "rejected": exported.rejected}, exported.reasons,
+                        exported.outputs, {"exported": exported.exported, "splits": exported.splits,
+                                           "rejected": exported.rejected}, report=exported)

@@ -29,7 +29,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -37,7 +36,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterator
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from fcbench.stage import VALIDATED
@@ -49,103 +47,16 @@ from fcbench.jsonl import dumps_line, write_json
 from fcbench.runtime.output_guard import guard_counts
 from fcbench.runtime.progress import counted, lines_in
 from fcbench.sample import Sample, sample_to_dict
-from fcbench.formats.parquet_rows import COLUMN_DOCS, PARQUET_SCHEMA, SHAPE_COLUMNS, row_chars, sample_to_row
+from fcbench.formats.parquet_rows import COLUMN_DOCS, PARQUET_SCHEMA, sample_to_row
+from fcbench.export.parquet import SplitWriter, export_work_dir, swap_in
 from fcbench.export.splits import assign_split, template_key
 from fcbench.stats.tables import DatasetStats
 from fcbench.stats.validated_file import LineReject, cached_stats, file_stats, read_validated
+from fcbench.stage import PipelineContext, StageSummary, input_of
 
 PARQUET = "parquet"
 CANONICAL = "fcbench"  # the canonical JSONL copy: written line by line like the shards
 STAGE_SUMMARIES = ("stage1", "stage2", "stage3", "filter")  # read into the card when present
-
-# A record batch (= one Parquet row group) is flushed at whichever limit comes first. 1000 rows keep
-# row groups useful for readers; the character cap bounds memory when responses are large.
-BATCH_ROWS = 1_000
-BATCH_CHARS = 32_000_000
-
-# Statistics on small typed columns help readers skip row groups; on multi-KB JSON strings they
-# would only bloat the footer.
-_STATISTICS_COLUMNS = ["id", "difficulty", *SHAPE_COLUMNS, "parent_id"]
-_WRITER_OPTIONS: dict[str, Any] = {
-    "compression": "zstd",
-    "compression_level": 3,
-    "use_dictionary": True,  # tool specs repeat across rows: dictionaries shrink them a lot
-    "write_statistics": _STATISTICS_COLUMNS,
-    "version": "2.6",
-    "data_page_version": "1.0",
-    "store_schema": True,  # readers get the exact Arrow types back (int32, list<string>)
-}
-
-
-def shard_name(split: str, index: int, count: int) -> str:
-    return f"{split}-{index:05d}-of-{count:05d}.parquet"
-
-
-class SplitWriter:
-    """Writes one split as Parquet shards of bounded size, one record batch buffered at a time."""
-
-    def __init__(self, split: str, data_dir: Path, shard_rows: int, shard_chars: int) -> None:
-        self.split = split
-        self.data_dir = data_dir
-        self.shard_rows = shard_rows
-        self.shard_chars = shard_chars
-        self.rows = 0
-        self.num_bytes = 0  # Arrow (uncompressed) size, what `datasets` reports as a split's num_bytes
-        self._shard_paths: list[Path] = []
-        self._writer: pq.ParquetWriter | None = None
-        self._shard_row_count = 0
-        self._shard_char_count = 0
-        self._batch: list[dict[str, Any]] = []
-        self._batch_chars = 0
-
-    def add(self, row: dict[str, Any]) -> None:
-        size = row_chars(row)
-        shard_full = self._shard_row_count >= self.shard_rows or self._shard_char_count + size > self.shard_chars
-        if self._shard_row_count and shard_full:
-            self._close_shard()
-        if self._writer is None:
-            self._open_shard()
-        self._batch.append(row)
-        self._batch_chars += size
-        self._shard_row_count += 1
-        self._shard_char_count += size
-        self.rows += 1
-        if len(self._batch) >= BATCH_ROWS or self._batch_chars >= BATCH_CHARS:
-            self._flush_batch()
-
-    def finish(self) -> list[Path]:
-        """Close the last shard and give every shard its final `-0000i-of-0000N` name."""
-        if self._writer is not None:
-            self._close_shard()
-        count = len(self._shard_paths)
-        final = []
-        for index, temporary in enumerate(self._shard_paths):
-            target = self.data_dir / shard_name(self.split, index, count)
-            os.replace(temporary, target)
-            final.append(target)
-        return final
-
-    def _open_shard(self) -> None:
-        path = self.data_dir / f".{self.split}-{len(self._shard_paths):05d}.parquet.partial"
-        self._writer = pq.ParquetWriter(path, PARQUET_SCHEMA, **_WRITER_OPTIONS)
-        self._shard_paths.append(path)
-        self._shard_row_count = 0
-        self._shard_char_count = 0
-
-    def _flush_batch(self) -> None:
-        if self._batch and self._writer is not None:
-            batch = pa.RecordBatch.from_pylist(self._batch, schema=PARQUET_SCHEMA)
-            self._writer.write_batch(batch)
-            self.num_bytes += batch.nbytes
-        self._batch = []
-        self._batch_chars = 0
-
-    def _close_shard(self) -> None:
-        self._flush_batch()
-        if self._writer is not None:
-            self._writer.close()
-        self._writer = None
-
 
 # ----------------------------------------------------------------------------------------- export
 @dataclass(frozen=True)
@@ -211,7 +122,7 @@ def check_formats(formats: list[str]) -> list[str]:
     unknown = [name for name in formats if name != PARQUET and name not in FORMATS]
     if unknown:
         raise UserError(f"stages.export.formats: unknown format {unknown[0]!r}; "
-                        f"choose from: {', '.join([PARQUET, *FORMATS])}")
+                        f"choose from: {', '.join([PARQUET, *FORMATS.names()])}")
     return [name for name in dict.fromkeys(formats) if name != PARQUET]
 
 
@@ -418,27 +329,6 @@ def _card_info(settings: ExportSettings, splits: list[SplitInfo], stats: Dataset
     )
 
 
-def _remove_leftovers(build_dir: Path) -> None:
-    """Work folders of an export that was killed (`.export.<random>`, `.export.old`): one export
-    runs at a time per build folder, so whatever is there now is a leftover."""
-    for leftover in build_dir.glob(".export.*"):
-        if leftover.is_dir():
-            shutil.rmtree(leftover, ignore_errors=True)
-
-
-def _swap_in(work_dir: Path, export_dir: Path) -> None:
-    """Replace the previous export as a whole (no stale shard of an earlier, larger run survives)."""
-    if export_dir.exists():
-        old = export_dir.with_name(f".{export_dir.name}.old")
-        if old.exists():
-            shutil.rmtree(old)
-        os.replace(export_dir, old)
-        os.replace(work_dir, export_dir)
-        shutil.rmtree(old)
-    else:
-        os.replace(work_dir, export_dir)
-
-
 def previous_export_rows(export_dir: Path) -> int | None:
     """Rows of the export already in place (from its Parquet footers), None when there is none."""
     shards = sorted((export_dir / "data").glob("*.parquet"))
@@ -457,10 +347,7 @@ def export_samples(source: Path, paths: ExportPaths, settings: ExportSettings, *
         raise UserError(f"{source}: no such file (the export reads the filter's validated.jsonl; "
                         f"run the filter stage or pass --input)")
     copy_formats = check_formats(settings.config.formats)
-    paths.build_dir.mkdir(parents=True, exist_ok=True)
-    _remove_leftovers(paths.build_dir)
-    work_dir = Path(tempfile.mkdtemp(prefix=".export.", dir=paths.build_dir))
-    os.chmod(work_dir, 0o777 & ~_umask())  # mkdtemp's 0700 would hide the export from other users
+    work_dir = export_work_dir(paths.build_dir)
     exporter = _Exporter(source, settings, work_dir, copy_formats)
     try:
         with _StatsBeside(source) as card_stats:
@@ -482,7 +369,7 @@ def export_samples(source: Path, paths: ExportPaths, settings: ExportSettings, *
         summary.outputs = {"export": str(export_dir), "card": str(export_dir / "README.md"),
                            "rejects": str(rejects), "summary": str(summary_file)}
         if splits:
-            _swap_in(work_dir, export_dir)
+            swap_in(work_dir, export_dir)
         write_json(summary_file, summary.as_dict(), indent=2)
     finally:
         exporter.close_canonical_files()
@@ -495,10 +382,6 @@ def export_samples(source: Path, paths: ExportPaths, settings: ExportSettings, *
     return summary
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def run_export_stage(pipeline: PipelineConfig, input_file: Path | None = None, force: bool = False) -> ExportSummary:
@@ -508,3 +391,11 @@ def run_export_stage(pipeline: PipelineConfig, input_file: Path | None = None, f
     source = input_file or pipeline.build_dir / VALIDATED
     return export_samples(source, ExportPaths(pipeline.build_dir), settings, force=force,
                           min_output_share=pipeline.min_output_share)
+
+
+def run(ctx: PipelineContext, settings: Any = None) -> StageSummary:
+    """The stage contract (fcbench.stage)."""
+    exported = run_export_stage(ctx.config, input_of(settings), force=ctx.force)
+    return StageSummary("export", {"exported": exported.exported, "rejected": exported.rejected}, exported.reasons,
+                        exported.outputs, {"exported": exported.exported, "splits": exported.splits,
+                                           "rejected": exported.rejected}, report=exported)

@@ -5,12 +5,15 @@ Checks, cheapest first; the first failing one decides:
 1. format: the messages form a dialogue (`fcbench.conversation.calls_from_messages`), every call
    names a known tool with known, required and well-typed arguments, every agent turn carries at
    least one known dialog act (the response-quality set needs them);
-2. grounding, turn by turn: every literal argument of a call is supported by an earlier user turn
-   or an earlier response (never by a later one); reported, or a reject with `grounding: reject`;
-3. execution: every call is re-executed in conversation order through the pipeline's environment
+2. text: every user turn reads as a person writes (`fcbench.checks.query_text`), `text.<code>`;
+3. each call against the conversation before it (`fcbench.checks.turns`): a value the user states
+   only later (`turn.stated_later`) or took back before the call (`turn.superseded`) rejects it;
+   a value no earlier user turn or response supports is reported, or a reject with `grounding:
+   reject` (`grounding.ungrounded_value`);
+4. execution: every call is re-executed in conversation order through the pipeline's environment
    (one step at a time, so state an API keeps is carried from call to call); a call must succeed,
    except those the conversation records as failing (`execution_exception`), which must fail;
-4. reproduction: each response equals the recorded one (tolerance from the pipeline), on every
+5. reproduction: each response equals the recorded one (tolerance from the pipeline), on every
    one of `repeat` runs.
 Outputs (atomic, in input order): validated.jsonl, validated.rejects.jsonl, filter.summary.json.
 A killed run leaves the previous files; its re-run redoes the work and writes the same bytes.
@@ -18,6 +21,7 @@ A killed run leaves the previous files; its re-run redoes the work and writes th
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -26,18 +30,19 @@ from typing import Any, Iterable
 from fcbench.answers import answers_match
 from fcbench.checks.call_format import check_call_format
 from fcbench.config import FilterConfig, PipelineConfig
-from fcbench.stage import TEMPLATES, VALIDATED
+from fcbench.stage import VALIDATED
 from fcbench.conversation import (DIALOG_ACTS, META, ConversationError, agent_turns, calls_from_messages,
                                   conversation_environment, is_conversation)
 from fcbench.environments import Environment
 from fcbench.errors import UserError
 from fcbench.formats import Rejected, read_samples
-from fcbench.checks.grounding import ungrounded_values
+from fcbench.checks.turns import UNGROUNDED, turn_problems
 from fcbench.jsonl import StagedFile, write_json
 from fcbench.runtime.output_guard import guard_output
 from fcbench.runtime.progress import StageProgress, lines_in
 from fcbench.sample import Sample, sample_to_dict
-from fcbench.checks.verdicts import FilterCategory, Verdict, comparison_of
+from fcbench.checks.verdicts import FilterCategory, Verdict, comparison_of, text_verdict
+from fcbench.stage import PipelineContext, StageSummary, filter_input, input_of
 
 
 @dataclass
@@ -85,27 +90,18 @@ def static_conversation_verdict(sample: Sample, settings: FilterConfig) -> Verdi
         if not acts or any(act not in DIALOG_ACTS for act in acts):
             return _reject(sample.id, FilterCategory.FAILED_FORMAT, "format.dialog_acts",
                            f"agent turn {number}: dialog acts {acts} (at least one of {', '.join(DIALOG_ACTS)})")
-    notes = [f"ungrounded value {value}" for value in turn_grounding(sample)]
+    text = text_verdict(sample)
+    if text is not None:
+        return text
+    problems = turn_problems(sample)
+    for problem in problems:  # a call ahead of what the user said, or on a value taken back: wrong gold
+        if problem.reason != UNGROUNDED:
+            return _reject(sample.id, FilterCategory.FAILED_GROUNDING, problem.reason, problem.describe())
+    notes = [f"ungrounded value {problem.label}.{problem.parameter}="
+             f"{json.dumps(problem.value, ensure_ascii=False)}" for problem in problems]
     if notes and settings.grounding == "reject":
         return _reject(sample.id, FilterCategory.FAILED_GROUNDING, "grounding.ungrounded_value", "; ".join(notes))
     return Verdict(sample.id, FilterCategory.PASSED, notes=notes)
-
-
-def turn_grounding(sample: Sample) -> list[str]:
-    """Literal argument values no earlier user turn or earlier response supports, per step:
-    the evidence of a call is the conversation before its assistant message."""
-    found: list[str] = []
-    steps = calls_from_messages(sample.messages)
-    step_index = 0
-    for index, message in enumerate(sample.messages):
-        if message.get("role") != "assistant" or not message.get("tool_calls"):
-            continue
-        history = [m for m in sample.messages[:index] if m.get("role") == "user"]
-        probe = Sample(id=sample.id, messages=history, tools=sample.tools, calls=steps[:step_index + 1])
-        labels = {call.label for call in steps[step_index]}
-        found.extend(value.describe() for value in ungrounded_values(probe) if value.label in labels)
-        step_index += 1
-    return found
 
 
 def execution_conversation_verdict(sample: Sample, environment: Environment, settings: FilterConfig,
@@ -187,8 +183,8 @@ def run_conversation_filter(pipeline: PipelineConfig, input_file: Path | None = 
     """The gold conversations (templates.jsonl, or `input_file` / stages.filter.input) filtered."""
     from fcbench.environments.from_config import open_environment
 
-    configured = pipeline.stages.filter.input
-    source = input_file or (pipeline.resolve(configured) if configured else pipeline.build_dir / TEMPLATES)
+    source = input_file or filter_input(pipeline).path
+    assert source is not None  # the build file when no input is configured
     if not source.is_file():
         raise UserError(f"{source}: no such file (the conversation filter reads stage2's gold conversations; "
                         f"run stage2 or pass --input)")
@@ -201,3 +197,12 @@ def run_conversation_filter(pipeline: PipelineConfig, input_file: Path | None = 
                                     pipeline.build_dir, str(source), force=force,
                                     min_output_share=pipeline.min_output_share, total=lines_in(source))
 
+
+def run(ctx: PipelineContext, settings: Any = None) -> StageSummary:
+    """The stage contract (fcbench.stage) for `kind: conversation`."""
+    environment = ctx.config.environment
+    if ctx.offline and environment is not None and environment.kind == "simulated":
+        raise UserError(f"pipeline {ctx.config.name!r}: the filter re-executes calls in the response simulator "
+                        "(environment kind 'simulated'), an LLM, which --offline does not use")
+    filtered = run_conversation_filter(ctx.config, input_of(settings), force=ctx.force)
+    return StageSummary("filter", filtered.counts, filtered.reasons, filtered.outputs, report=filtered)

@@ -4,14 +4,19 @@ Checks run cheapest first, and the first failing one decides:
 1. format: the sample reads and validates (known tools, resolvable references, unique labels), each
    call names known parameters, gives the required ones, and its literal values fit their types;
    the path has the shape the pipeline asks for (`min_nested_calls`: calls reading an earlier output);
-2. grounding: every literal argument value is supported by the query or an earlier response
-   (`fcbench.checks.grounding`); reported on the kept sample, or a reject when the pipeline says so;
-3. execution: the gold path runs in the pipeline's environment;
-4. reproduction: the run gives the recorded answer and the recorded responses (tolerance from the
-   pipeline), and running it again (`repeat`) gives the same responses every time.
+2. text: the query reads as a person writes (`fcbench.checks.query_text`): no joined clauses,
+   doubled words, unfilled slots, dangling connectives, API codes, count-noun disagreement or
+   24-hour values with am/pm; a reject `text.<code>` (category failed_text) otherwise;
+3. grounding: every literal argument value is grounded at the words its provenance names
+   (`fcbench.checks.provenance`, `fcbench.checks.grounding`); reported on the kept sample, or a reject when the pipeline says so;
+4. execution: the gold path runs in the pipeline's environment;
+5. reproduction: the run gives the recorded answer and the recorded responses (tolerance from the
+   pipeline), and running it again (`repeat`) gives the same responses every time;
+6. the gold audit, over the responses the tools gave (`fcbench.checks.gold_audit`): the path does
+   exactly what the query asks; with an LLM, the gold judge last.
 
 The categories follow APIGen's table (passed, failed format, failed execution, failed reproduction),
-with grounding and the gold audit (`failed_gold`, reasons `gold.*`) counted on their own lines. Decisions are journaled as they are made, so a run killed
+with the query text, grounding and the gold audit (`failed_gold`, reasons `gold.*`) counted on lines of their own. Decisions are journaled as they are made, so a run killed
 midway resumes where it stopped; the output files are written once, atomically, in input order, and
 a resumed run writes the same bytes as a clean one.
 """
@@ -20,18 +25,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from fcbench.stage import VALIDATED
+from fcbench.stage import VALIDATED, PipelineContext, StageSummary, existing_file, filter_input, input_of
 from fcbench.answers import AnswerComparison
-from fcbench.config import FilterConfig
+from fcbench.config import FilterConfig, PipelineConfig
+from fcbench.errors import UserError
 from fcbench.environments import Environment
 from fcbench.environments.execution import execute_gold_paths
-from fcbench.formats import Rejected
+from fcbench.formats import Rejected, read_samples
 from fcbench.jsonl import dumps_line, parse_json_line, write_json, write_json_lines
 from fcbench.runtime.output_guard import guard_output
 from fcbench.runtime.progress import StageProgress
@@ -385,3 +392,70 @@ def _decide_batch(batch: Sequence[tuple[str, Sample | Rejected]], environment: E
         if verdict.kept:
             entry["context_tokens"] = context_tokens(kept_sample)
         yield key, entry
+
+
+# ------------------------------------------------------------------ the stage contract (fcbench.stage)
+def run_filter_stage(pipeline: PipelineConfig, input_file: Path | None = None, offline: bool = False,
+                     force: bool = False) -> FilterSummary:
+    """`build-dataset filter PIPELINE`: filter the candidates (`fcbench.stage.filter_input`, or
+    `input_file`) into validated.jsonl + validated.rejects.jsonl + filter.summary.json under the
+    build folder. With `llm:` configured (and not `offline`), the LLM's semantic check runs last.
+    A result much smaller than the previous validated file keeps it (fcbench.runtime.output_guard)
+    unless `force`."""
+    from fcbench.environments.from_config import open_environment
+    from fcbench.runtime.progress import lines_in
+
+    source = input_file or existing_file(filter_input(pipeline), "set stages.filter.input or pass --input")
+    if not source.is_file():
+        raise UserError(f"{source}: no such file (the filter reads the previous stage's output; "
+                        f"set stages.filter.input or pass --input)")
+    paths = FilterPaths.in_dir(pipeline.build_dir)
+    if source.resolve() in (paths.validated.resolve(), paths.rejects.resolve()):
+        raise UserError(f"{source}: the filter writes this file; it cannot also read it (give the candidates)")
+    # Streamed: the candidates are read in bounded batches (memory does not grow with their size);
+    # a pipeline without a catalog takes its tools from the samples, in a pass of their own.
+    samples = (item for item in read_samples(source, "fcbench") if isinstance(item, Sample))
+    with open_environment(pipeline, samples) as environment:
+        return run_filter(read_samples(source, "fcbench"), environment, pipeline.stages.filter, paths, str(source),
+                          semantic_check=_semantic_check(pipeline, offline), force=force,
+                          min_output_share=pipeline.min_output_share, total=lines_in(source),
+                          gold_judge=_gold_judge(pipeline, offline))
+
+
+def _semantic_check(pipeline: PipelineConfig, offline: bool) -> SemanticCheck | None:
+    """The LLM judge when one is usable; a configured endpoint without its key is skipped with a
+    warning, so an offline build (the bundled example) still filters by execution alone."""
+    if pipeline.llm is None or offline:
+        return None
+    from fcbench.checks.semantic import SemanticCheck as LLMSemanticCheck
+    from fcbench.llm.cache import LLM_CACHE_FILE
+    from fcbench.llm.client import resolve_endpoint
+
+    try:
+        resolve_endpoint(pipeline.llm, os.environ)
+    except UserError as exc:
+        logging.getLogger(__name__).warning("semantic check skipped: %s", exc)
+        return None
+    return LLMSemanticCheck(pipeline.llm, pipeline.build_dir / LLM_CACHE_FILE, jitter_seed=pipeline.seed)
+
+
+def _gold_judge(pipeline: PipelineConfig, offline: bool):
+    """The gold audit's LLM judge (the pipeline's `judge:` block, else its `llm:` block), when one
+    is usable; like the semantic check, skipped with a warning when its key is missing."""
+    if pipeline.llm is None or offline or pipeline.stages.filter.gold_audit == "off":
+        return None
+    from fcbench.checks.gold_judge import GoldJudge
+    from fcbench.llm.cache import LLM_CACHE_FILE
+    from fcbench.llm.client import resolve_endpoint
+
+    try:
+        resolve_endpoint(pipeline.judge or pipeline.llm, os.environ)
+    except UserError as exc:
+        logging.getLogger(__name__).warning("gold judge skipped: %s", exc)
+        return None
+    return GoldJudge.for_pipeline(pipeline.judge, pipeline.llm, pipeline.build_dir / LLM_CACHE_FILE)
+
+
+def run(ctx: PipelineContext, settings: Any = None) -> StageSummary:
+    filtered = run_filter_stage(ctx.config, input_of(settings), offline=not ctx.uses_llm, force=ctx.force)
+    return StageSummary("filter", filtered.counts, filtered.reasons, filtered.outputs, report=filtered)

@@ -13,13 +13,13 @@ per kind of information the target format cannot express, with a count, never dr
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Iterable, Iterator
 
 from fcbench.errors import UserError
+from fcbench.registry import Registry
 from fcbench.sample import Sample
 
 
@@ -48,15 +48,15 @@ class FormatOptions:
     no_gold: bool = False  # BFCL: convert questions without their answers, knowingly (no gold calls)
 
 
-# name -> module under fcbench.formats implementing read/write
-FORMATS: dict[str, str] = {
-    "fcbench": "fcbench.formats.canonical",
-    "complexfuncbench": "fcbench.formats.complexfuncbench",
-    "nestful": "fcbench.formats.nestful",
-    "callnavi": "fcbench.formats.callnavi",
-    "bfcl": "fcbench.formats.bfcl",
-    "confetti": "fcbench.formats.confetti",
-}
+# name -> the module under fcbench.formats implementing read/write, imported at first use; the one
+# place that knows which formats exist (fcbench.registry)
+FORMATS: Registry[ModuleType] = Registry("format", error=FormatError)
+FORMATS.register_lazy("fcbench", "fcbench.formats.canonical")
+FORMATS.register_lazy("complexfuncbench", "fcbench.formats.complexfuncbench")
+FORMATS.register_lazy("nestful", "fcbench.formats.nestful")
+FORMATS.register_lazy("callnavi", "fcbench.formats.callnavi")
+FORMATS.register_lazy("bfcl", "fcbench.formats.bfcl")
+FORMATS.register_lazy("confetti", "fcbench.formats.confetti")
 
 
 def sniff_format(record: object) -> str | None:
@@ -82,9 +82,7 @@ def sniff_format(record: object) -> str | None:
 
 
 def adapter(name: str) -> ModuleType:
-    if name not in FORMATS:
-        raise FormatError(f"unknown format {name!r}, available: {', '.join(FORMATS)}")
-    return importlib.import_module(FORMATS[name])
+    return FORMATS.get(name)
 
 
 def read_samples(path: Path, fmt: str, options: FormatOptions = FormatOptions()) -> Iterator[Sample | Rejected]:

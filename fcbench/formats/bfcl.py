@@ -28,6 +28,7 @@ from fcbench.catalog.bfcl import (
     tools_from_bfcl,
     tools_to_bfcl,
 )
+from fcbench.errors import ItemError
 from fcbench.formats import FormatError, FormatOptions, Rejected
 from fcbench.formats.call_syntax import (
     DEFAULT_SEPARATOR,
@@ -58,10 +59,6 @@ AST_CATEGORIES = (
     "live_parallel",
     "live_parallel_multiple",
 )
-
-
-class ItemError(ValueError):
-    """One item cannot be converted (it becomes a `Rejected`, the run goes on)."""
 
 
 def call_label(index: int) -> str:

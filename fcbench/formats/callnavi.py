@@ -31,6 +31,7 @@ from fcbench.catalog.callnavi import (
     tools_from_api_schema,
     tools_to_api_schema,
 )
+from fcbench.errors import ItemError
 from fcbench.formats import FormatError, FormatOptions, Rejected
 from fcbench.jsonl import write_json
 from fcbench.references import parse_reference
@@ -55,10 +56,6 @@ _LABEL_FOR_SHAPE = {
     Difficulty.MULTIPLE: "medium",
     Difficulty.NESTED: "hard",
 }
-
-
-class ItemError(ValueError):
-    """One question item that cannot become a sample (the file goes on)."""
 
 
 # ------------------------------------------------------------------------------------- reading

@@ -25,6 +25,7 @@ from typing import Any, Iterator
 from pydantic import ValidationError
 
 from fcbench.catalog.openai import OpenAISpecError, tools_from_openai, tools_to_openai
+from fcbench.errors import ItemError
 from fcbench.formats import FormatError, FormatOptions, Rejected
 from fcbench.jsonl import iter_json_lines, write_json_lines
 from fcbench.references import Reference, parse_reference
@@ -38,10 +39,6 @@ _DOMAIN_FROM_ID = re.compile(r"^(?P<domain>.+)-\d+$")
 _CALL_TURN_KEYS = frozenset({"role", "function_call"})
 _OBSERVATION_TURN_KEYS = frozenset({"role", "content"})
 _FINAL_TURN_KEYS = frozenset({"role", "content"})
-
-
-class ItemError(ValueError):
-    """An item that cannot become a sample; the message is the Rejected reason."""
 
 
 # ---------------------------------------------------------------------------------------------

@@ -18,10 +18,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
+from fcbench.errors import ItemError
 from fcbench.formats import FormatError, FormatOptions, Rejected
 from fcbench.formats.bfcl import (
     CandidateSpelling,
-    ItemError,
     call_from_candidates,
     call_label,
     candidates_for_call,

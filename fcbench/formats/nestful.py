@@ -36,6 +36,7 @@ from fcbench.catalog.nestful import (
     tools_to_nestful,
     tools_to_nestful_v1,
 )
+from fcbench.errors import ItemError
 from fcbench.formats import FormatError, FormatOptions, Rejected
 from fcbench.jsonl import iter_json_lines, read_json_or_lines, write_json, write_json_lines
 from fcbench.sample import Call, Provenance, Sample, Tool
@@ -49,10 +50,6 @@ ENCODABLE_FIELDS = ("output", "tools", "gold_answer")
 _MAPPED_FIELDS = {"sample_id", "input", *ENCODABLE_FIELDS}
 CALL_KEY_ORDER = ["name", "label", "arguments"]  # the usual order; others are recorded per call
 _CALL_FIELDS = set(CALL_KEY_ORDER)
-
-
-class RecordError(ValueError):
-    """One record that cannot become a sample (becomes a `Rejected`)."""
 
 
 # ---------------------------------------------------------------- NESTful record -> Sample
@@ -70,7 +67,7 @@ def _decode_field(record: dict[str, Any], field: str, encoded: dict[str, str]) -
     except json.JSONDecodeError as exc:
         if field == "gold_answer":
             return value
-        raise RecordError(f"`{field}` is a string that is not JSON ({exc.msg})") from exc
+        raise ItemError(f"`{field}` is a string that is not JSON ({exc.msg})") from exc
     encoded[field] = value
     return decoded
 
@@ -95,10 +92,10 @@ class _ParsedOutput:
 def _parse_call(item: Any, position: int) -> tuple[Call, bool, dict[str, Any]]:
     """A call of `output`: the Call, whether its label had a leading `$`, its unknown keys."""
     if not isinstance(item, dict):
-        raise RecordError(f"output[{position}] is {type(item).__name__}, expected a call object")
+        raise ItemError(f"output[{position}] is {type(item).__name__}, expected a call object")
     name, label, arguments = item.get("name"), item.get("label"), item.get("arguments")
     if not isinstance(name, str) or not isinstance(label, str) or not isinstance(arguments, dict):
-        raise RecordError(f"output[{position}] needs a string `name`, a string `label` and an object `arguments`")
+        raise ItemError(f"output[{position}] needs a string `name`, a string `label` and an object `arguments`")
     had_dollar = label.startswith("$")
     extras = {key: value for key, value in item.items() if key not in _CALL_FIELDS}
     return Call(label=label[1:] if had_dollar else label, name=name, arguments=arguments), had_dollar, extras
@@ -106,7 +103,7 @@ def _parse_call(item: Any, position: int) -> tuple[Call, bool, dict[str, Any]]:
 
 def _parse_output(output: Any) -> _ParsedOutput:
     if not isinstance(output, list):
-        raise RecordError(f"`output` is {type(output).__name__}, expected a list of calls")
+        raise ItemError(f"`output` is {type(output).__name__}, expected a list of calls")
     steps: list[list[Call]] = []
     bookkeeping: dict[str, Any] = {}
     dollar_labels: list[str] = []
@@ -161,12 +158,12 @@ def sample_from_record(
     source_file: str | None = None,
 ) -> Sample:
     """One NESTful record as a Sample. `index` (0-based position in the file) names samples
-    that carry no id. Raises RecordError when the record cannot be converted."""
+    that carry no id. Raises ItemError when the record cannot be converted."""
     if not isinstance(record, dict):
-        raise RecordError(f"record is {type(record).__name__}, expected an object")
+        raise ItemError(f"record is {type(record).__name__}, expected an object")
     query = record.get("input")
     if not isinstance(query, str) or "output" not in record:
-        raise RecordError("record needs a string `input` and an `output`")
+        raise ItemError("record needs a string `input` and an `output`")
     encoded: dict[str, str] = {}
     decoded = {field: _decode_field(record, field, encoded) for field in ENCODABLE_FIELDS if field in record}
     parsed = _parse_output(decoded["output"])
@@ -176,11 +173,11 @@ def sample_from_record(
         tools = [tool.model_copy(deep=True) for tool in v1_tools or []]
     elif "tools" in decoded:
         if not isinstance(decoded["tools"], list):
-            raise RecordError("`tools` is not a list of tool specs")
+            raise ItemError("`tools` is not a list of tool specs")
         try:
             tools = tools_from_nestful(decoded["tools"])
         except ValueError as exc:
-            raise RecordError(f"tools: {exc}") from exc
+            raise ItemError(f"tools: {exc}") from exc
     else:
         tools = []
         bookkeeping["tools_absent"] = True
@@ -407,7 +404,7 @@ def read(path: Path, options: FormatOptions = FormatOptions()) -> Iterator[Sampl
             continue
         try:
             yield sample_from_record(item.value, version=version, index=index, v1_tools=v1_tools, source_file=str(path))
-        except RecordError as exc:
+        except ItemError as exc:
             yield Rejected(item.source, str(exc), item.value)
         except ValidationError as exc:
             first = exc.errors()[0]

@@ -16,26 +16,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-from dataclasses import dataclass
+import threading
 from pathlib import Path
-from typing import Any, Callable, Generic, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Coroutine, Generic, Mapping, Sequence, TypeVar
 
 from fcbench.config import LLMConfig
+from fcbench.errors import JudgeError
 from fcbench.llm.cache import canonical_json
 from fcbench.llm.client import ChatRequest, Completion, LLMClient, LLMRejection, RetryPolicy, json_object_answer
 from fcbench.llm.prompts import PromptFile
 
 JUDGE_PARSE_ATTEMPTS = 2  # the first answer and one re-ask
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class JudgeError:
-    """No usable verdict for one question: why, and the last text the judge wrote."""
-
-    reason: str
-    raw_text: str
 
 
 def judge_llm_config(base: LLMConfig | None, model: str | None, base_url: str | None,
@@ -65,36 +59,99 @@ def judge_client(config: LLMConfig, cache: Any, environ: Mapping[str, str] | Non
 
 
 class LLMJudge(Generic[T]):
-    """`await judge.ask_all(questions)`: one verdict (or `JudgeError`) per question, in order.
+    """One narrow question to an LLM, asked the one way every judge of fcbench asks: render the
+    prompt file with the question's `{{name}}` values -> ask through the client (cached, retried)
+    -> read the answer (`read` gets its JSON object, or `parse` the whole completion) -> the
+    verdict, or a `JudgeError` with the reason (fail closed: never a guessed verdict).
 
-    A question is the mapping of `{{name}}` values the prompt file is rendered with; `read`
-    turns the answer's JSON object into the verdict or raises `ParseError`."""
+    `await judge.ask_all(questions)`: one verdict per question, in order, the questions asked
+    concurrently. A question asked again by this judge (in the same call or a later one) gets the
+    verdict it got the first time, judge errors included, without a request: the scorer's replay
+    of a run sees what the run saw."""
 
-    def __init__(self, client: LLMClient, prompt: PromptFile, read: Callable[[dict[str, Any]], T]) -> None:
+    def __init__(self, client: LLMClient, prompt: PromptFile, read: Callable[[dict[str, Any]], T] | None = None, *,
+                 parse: Callable[[Completion], T] | None = None) -> None:
+        if (read is None) == (parse is None):
+            raise ValueError("give the judge `read` (the answer's JSON object) or `parse` (the completion)")
         self.client = client
         self.prompt = prompt
-        self.read = read
+        self._parse = parse or (lambda completion: read(json_object_answer(completion)))  # type: ignore[misc]
+        self._verdicts: dict[str, T | JudgeError] = {}
 
     def request(self, question: Mapping[str, str]) -> ChatRequest:
         return ChatRequest(messages=[{"role": "user", "content": self.prompt.render(**question)}],
                            response_format={"type": "json_object"}, prompt_hash=self.prompt.sha256)
 
-    def _parse(self, completion: Completion) -> T:
-        return self.read(json_object_answer(completion))
-
     async def ask_all(self, questions: Sequence[Mapping[str, str]]) -> list[T | JudgeError]:
-        unique: dict[str, int] = {}
-        for question in questions:
-            unique.setdefault(canonical_json(dict(question)), len(unique))
-        requests = [self.request(json.loads(text)) for text in unique]
-        outcomes = await self.client.complete_all(requests, self._parse)
-        verdicts: list[T | JudgeError] = []
-        for outcome in outcomes:
-            if isinstance(outcome, LLMRejection):
-                verdicts.append(JudgeError(outcome.reason, outcome.raw_text))
-            else:
-                verdicts.append(outcome.parsed)
-        return [verdicts[unique[canonical_json(dict(question))]] for question in questions]
+        keys = [canonical_json(dict(question)) for question in questions]
+        new = [key for key in dict.fromkeys(keys) if key not in self._verdicts]
+        outcomes = await self.client.complete_all([self.request(json.loads(key)) for key in new], self._parse)
+        for key, outcome in zip(new, outcomes):
+            self._verdicts[key] = (JudgeError(outcome.reason, outcome.raw_text) if isinstance(outcome, LLMRejection)
+                                   else outcome.parsed)
+        return [self._verdicts[key] for key in keys]
+
+    async def ask(self, question: Mapping[str, str]) -> T | JudgeError:
+        return (await self.ask_all([question]))[0]
+
+
+class JudgeSession:
+    """Judges asked from synchronous code (a scorer that decides one pair at a time, possibly
+    inside another event loop, as `evaluate` runs it): the session owns the one background event
+    loop of the LLM layer's judges, the request cache, and a judge client made in that loop.
+    `session.ask(judge, question)` blocks the calling thread only. Use as a context manager."""
+
+    def __init__(self, config: LLMConfig, cache_path: Path, *, environ: Mapping[str, str] | None = None) -> None:
+        from fcbench.llm.cache import RequestCache
+
+        self.config = config
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="llm-judges", daemon=True)
+        self._thread.start()
+        self._cache = RequestCache(cache_path)
+
+        async def open_client() -> LLMClient:  # made in the session's loop, which it belongs to
+            return judge_client(config, self._cache, environ)
+
+        try:
+            self.client: LLMClient = self._run(open_client())
+        except BaseException:
+            self._stop()
+            raise
+
+    def _run(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+
+    def judge(self, prompt_path: Path, read: Callable[[dict[str, Any]], T] | None = None, *,
+              parse: Callable[[Completion], T] | None = None) -> LLMJudge[T]:
+        return LLMJudge(self.client, load_prompt(prompt_path), read, parse=parse)
+
+    def ask(self, judge: LLMJudge[T], question: Mapping[str, str]) -> T | JudgeError:
+        return self._run(judge.ask(question))
+
+    def ask_all(self, judge: LLMJudge[T], questions: Sequence[Mapping[str, str]]) -> list[T | JudgeError]:
+        return self._run(judge.ask_all(questions))
+
+    def summary(self) -> dict[str, Any]:
+        return self.client.summary()
+
+    def _stop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+        self._cache.close()
+
+    def close(self) -> None:
+        try:
+            self._run(self.client.aclose())
+        finally:
+            self._stop()
+
+    def __enter__(self) -> JudgeSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def load_prompt(path: Path) -> PromptFile:

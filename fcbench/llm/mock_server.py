@@ -257,6 +257,10 @@ class ServerStats:
     model_requests: int = 0
     connections: int = 0  # TCP connections accepted: tells a client that keeps them alive from one that does not
     by_status: dict[str, int] = field(default_factory=dict)
+    # chat requests answered at the same time, at most: tells a concurrent server (and client)
+    # from one that takes them one after the other, without timing anything
+    max_in_flight: int = 0
+    in_flight: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def record_chat(self, status: int) -> None:
@@ -267,7 +271,13 @@ class ServerStats:
     def as_dict(self) -> dict[str, Any]:
         with self.lock:
             return {"chat_requests": self.chat_requests, "model_requests": self.model_requests,
-                    "connections": self.connections, "by_status": dict(self.by_status)}
+                    "connections": self.connections, "by_status": dict(self.by_status),
+                    "max_in_flight": self.max_in_flight}
+
+    def answering(self, change: int) -> None:
+        with self.lock:
+            self.in_flight += change
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
 
 
 class MockLLMServer:
@@ -447,9 +457,13 @@ class _Handler(BaseHTTPRequestHandler):
         # counted on arrival, not after the latency: a client killed mid-request did send it
         mock.stats.record_chat(reply.status)
         delay = (mock.latency_ms + reply.latency_ms) / 1000
-        if delay > 0:
-            time.sleep(delay)
-        self._answer(body, reply, call_index)
+        mock.stats.answering(+1)
+        try:
+            if delay > 0:
+                time.sleep(delay)
+            self._answer(body, reply, call_index)
+        finally:
+            mock.stats.answering(-1)
 
     # ------------------------------------------------------------------ Files and Batches API
     def _get_batch_resource(self, path: str) -> None:

@@ -29,6 +29,7 @@ from fcbench.formats import Rejected, read_samples
 from fcbench.jsonl import JsonLine, iter_json_lines, write_json, write_text
 from fcbench.sample import Sample, path_shape
 from fcbench.stats.tables import TABLE_COLUMNS, DatasetStats, compute_stats, hardness_lines, table_rows
+from fcbench.stage import PipelineContext, StageSummary
 
 # ------------------------------------------------------------------------------------ stage layout
 # The stage that writes each file, in pipeline order (see DESIGN.md and the stage conventions).
@@ -949,3 +950,7 @@ def write_report(build_dir: Path, title: str | None = None) -> ReportFiles:
     return ReportFiles(html_path, json_path, report, len(charts))
 
 
+def run(ctx: PipelineContext, settings: Any = None) -> StageSummary:
+    """The stage contract (fcbench.stage): the QA report of whatever the build folder holds."""
+    files = write_report(ctx.build_dir, title=ctx.config.name)
+    return StageSummary("report", outputs={"report": str(files.html), "report_json": str(files.json)}, report=files)

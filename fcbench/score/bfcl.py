@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
+from fcbench.score.registry import metric
 
 _DEFAULT_MODE_FIXES = (
     # 1. Parallel categories: the leaderboard pairs each gold call, in order, with the FIRST still
@@ -96,6 +97,7 @@ class _Rules:
 # Entry point
 
 
+@metric("bfcl")
 def check_bfcl(
     question: dict[str, Any],
     answer: dict[str, Any] | None,

@@ -42,6 +42,7 @@ from typing import Any
 from rapidfuzz.distance import Levenshtein
 
 from fcbench.score.json_repair import repair_json
+from fcbench.score.registry import metric
 
 WILDCARD = "$$$"
 
@@ -69,6 +70,7 @@ def parse_callnavi_output(output: str | Mapping[str, Any]) -> tuple[dict[str, An
     return repaired.value, repaired.repairs
 
 
+@metric("callnavi")
 def score_callnavi(
     output: str | Mapping[str, Any], ground_truth: Mapping[str, Any], compat: bool = False
 ) -> CallNaviScore:
@@ -183,6 +185,7 @@ def answer_key(answer: Any) -> str:
     return json.dumps(answer, sort_keys=True, ensure_ascii=False)
 
 
+@metric("callnavi_election_stability")
 def election_stability(answers: Sequence[Any]) -> float:
     """(F1 - F2) / (N - F2): how clearly one answer wins over N runs; 0 on a tie for first.
 
@@ -198,6 +201,7 @@ def election_stability(answers: Sequence[Any]) -> float:
     return (first - second) / (len(answers) - second)
 
 
+@metric("callnavi_levenshtein_stability")
 def levenshtein_stability(outputs: Sequence[Any]) -> float:
     """Mean normalised Levenshtein similarity over all pairs of outputs (1: all identical).
 

@@ -51,13 +51,13 @@ from fcbench.environments import Environment
 from fcbench.environments.recorded import UNKNOWN_CALL_RESPONSE
 from fcbench.resolve import CallSite, UnresolvedReference, resolve_arguments
 from fcbench.sample import AcceptableValues, Call, Sample, Tool
+from fcbench.errors import JudgeError
 from fcbench.score.matching import (
     CallDecodeError,
     CallLike,
     CallSimilarity,
     arguments_equivalent,
     FormatIssue,
-    JudgeError,
     MatchDecision,
     MatchLayer,
     PredictedCall,
@@ -68,6 +68,7 @@ from fcbench.score.matching import (
     match_step,
     values_equivalent,
 )
+from fcbench.score.registry import metric
 
 REPEAT_LAYER = "repeat"  # a judgement's layer for a repeated optional look-up (no error, not counted)
 ERROR_TYPES = ("func_error", "param_missing", "hallucination", "value_error", "stop_early")
@@ -880,6 +881,7 @@ Trajectories = Union[Mapping[str, Sequence[TrajectoryTurn]], Sequence[Mapping[st
 """`{sample id: turns}` or lines `{"id": ..., "turns": [...]}`."""
 
 
+@metric("complexeval", llm_judged=True)
 def score_complexeval(
     samples: Iterable[Sample],
     trajectories: Trajectories,

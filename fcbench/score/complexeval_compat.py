@@ -63,7 +63,8 @@ from fcbench.score.complexeval import (
     run_response_judge,
     trajectory_lines,
 )
-from fcbench.score.matching import JudgeError, MatchLayer, PredictedCall, call_similarity
+from fcbench.errors import JudgeError
+from fcbench.score.matching import MatchLayer, PredictedCall, call_similarity
 
 FREE_FUNCTIONS = (
     "Location_to_Lat_Long", "Search_Hotel_Destination", "Search_Attraction_Location",

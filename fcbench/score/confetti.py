@@ -21,7 +21,7 @@ accuracy and the parameter validity rate (pure: parsed data in, report out).
   conversation text given for the turn.
 
 A classifier or judge that cannot decide (an LLM whose answer could not be read) raises
-`NoVerdict`: the part of the item it was asked about becomes a `judge_error` with the reason, is
+`JudgeError`: the part of the item it was asked about becomes a `judge_error` with the reason, is
 left out of its figure (never guessed), and is counted in `summary["errors"]["judge_error"]`.
 The LLM-backed classifier and judge live outside this package (`fcbench.evaluate.judges_confetti`).
 """
@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from fcbench.errors import JudgeError
 from fcbench.sample import AcceptableValues, Call, Sample
 from fcbench.score.complexeval import value_in_text
 from fcbench.score.matching import (
@@ -42,6 +43,7 @@ from fcbench.score.matching import (
     fuzzy_text_similarity,
     values_equivalent,
 )
+from fcbench.score.registry import metric
 
 DIALOG_ACTS = (
     "agent_function_calling",
@@ -164,14 +166,6 @@ def chain_score(
 # Dialog acts
 
 
-class NoVerdict(Exception):
-    """Raised by a classifier or judge that could not decide; the item records a `judge_error`."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
 DialogActClassifier = Callable[[str, Sequence[PredictedCall], str], list[str]]
 """`(response text, predicted calls, conversation history) -> dialog acts`; an LLM classifier
 plugs in here (the history is "" when the benchmark carries none, as the published files)."""
@@ -286,6 +280,7 @@ class ConfettiOptions:
     validity_judge: ValidityJudge = grounded_parameter
 
 
+@metric("confetti", llm_judged=True)
 def score_confetti(
     samples: Iterable[Sample],
     predictions: Iterable[Mapping[str, Any]],
@@ -348,12 +343,12 @@ def score_line(sample: Sample, line: Mapping[str, Any], options: ConfettiOptions
                     actions=[action.to_json() for action in chain.actions])
         try:
             item.update(_validity(sample, calls, options.validity_judge, context, history))
-        except NoVerdict as exc:
+        except JudgeError as exc:
             item.setdefault("judge_error", {})["parameter_validity"] = exc.reason
     if sample.dialog_acts is not None:
         try:
             acts = _predicted_acts(line, calls, options.act_classifier, history)
-        except NoVerdict as exc:
+        except JudgeError as exc:
             item.setdefault("judge_error", {})["dialog_acts"] = exc.reason
             acts = None
         if acts is not None:
@@ -384,10 +379,10 @@ def _validity(sample: Sample, calls: list[PredictedCall], judge: ValidityJudge, 
             try:
                 if not judge(use):
                     invalid.append(f"{call.name}.{param}")
-            except NoVerdict as exc:
+            except JudgeError as exc:
                 undecided.append(f"{call.name}.{param}: {exc.reason}")
     if undecided:
-        raise NoVerdict("; ".join(undecided))
+        raise JudgeError("; ".join(undecided))
     return {"parameters_total": total, "parameters_valid": total - len(invalid), "invalid_parameters": invalid}
 
 

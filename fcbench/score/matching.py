@@ -36,8 +36,10 @@ from fcbench.checks.call_format import (  # noqa: F401 - re-exported: the format
     check_call_format,
 )
 from fcbench.catalog.types import json_type_names
+from fcbench.errors import JudgeError
 from fcbench.references import is_reference
 from fcbench.sample import AcceptableValues, Call, Tool
+from fcbench.score.registry import metric
 
 # ---------------------------------------------------------------------------------------------
 # Normalisation
@@ -113,11 +115,6 @@ class MatchDecision:
     layer: str
     error_type: str | None = None
     detail: str = ""
-
-
-class JudgeError(RuntimeError):
-    """Raised by a layer whose judge gave no usable verdict (after its retry): the pair is decided
-    as not equivalent by the `judge_error` layer, never guessed, and the report says so."""
 
 
 # A pluggable layer returns True (equivalent), False (not) or None (cannot tell: next layer); it
@@ -389,6 +386,7 @@ class StepMatch:
         return len(self.matched_gold) == self.n_gold == self.n_predicted
 
 
+@metric("call_match")
 def match_step(
     predicted: Sequence[CallLike],
     gold: Sequence[Call],

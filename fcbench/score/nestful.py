@@ -45,6 +45,7 @@ from fcbench.errors import UserError
 from fcbench.references import format_reference, parse_reference
 from fcbench.sample import Sample, Tool, sample_from_dict
 from fcbench.score.parse_calls import parse_calls, parse_whole_json
+from fcbench.score.registry import metric
 
 Executor = Callable[[list[dict[str, Any]], Any], tuple[bool, Any]]
 """`execute_sequence(calls, tools) -> (ok, answer)`: runs calls `{label, name, arguments}` in order,
@@ -74,6 +75,7 @@ class NestfulGold:
     tools: list[Any] = field(default_factory=list)  # NESTful tool dicts or fcbench Tools
 
 
+@metric("nestful")
 def score_nestful(
     prediction_lines: list[dict[str, Any]],
     gold_by_id: dict[str, Any] | None = None,

@@ -27,7 +27,7 @@ from fcbench.config import PipelineConfig
 from fcbench.stage import DRAFTS, pipeline_catalog
 from fcbench.conversation import Scenario, conversation_sample, conversation_stats, scenario_of, user_turns
 from fcbench.environments import Environment
-from fcbench.errors import UserError
+from fcbench.errors import ItemRejected, UserError
 from fcbench.jsonl import write_json, write_json_lines
 from fcbench.llm.prompts import PromptFile
 from fcbench.runtime.output_guard import guard_output
@@ -35,10 +35,11 @@ from fcbench.runtime.progress import StageProgress
 from fcbench.sample import Provenance, Sample, Tool, sample_to_dict
 from fcbench.checks.validate import validate_record
 from generate.common import value_pools_path
-from generate.stage1.simulator import SimulationFailed, plan_for, simulate
+from generate.stage1.simulator import plan_for, simulate
 from generate.stage1.graph_sampler import DEFAULT_PHRASES, PhraseBook, build_feed_graph
 from generate.stage1.scenarios import offered_tools, sample_scenarios
 from generate.slots import ValuePools, load_value_pools
+from fcbench.stage import PipelineContext, StageSummary
 
 SCENARIOS = "scenarios.jsonl"
 RULE_BASED = "rule-based-simulator"
@@ -179,14 +180,14 @@ def _draft_one_offline(pipeline: PipelineConfig, scenario: Scenario, tools: list
     offered = offered_tools(scenario, tools)
     failures: Counter[str] = Counter()
     outcome: Sample | dict[str, Any] | None = None
-    last = SimulationFailed("no_executable_plan", "no attempt")
+    last = ItemRejected("no_executable_plan", "no attempt")
     for attempt in range(ATTEMPTS):
         seed = f"{pipeline.seed}:conversation:{scenario.id}:{attempt}"
         try:
             plan = plan_for(scenario, graph, pools, phrases, environment, offered, seed,
                             pipeline.stages.stage1.max_steps)
             drafted = simulate(scenario, plan, environment, seed, settings.max_turns)
-        except SimulationFailed as exc:
+        except ItemRejected as exc:
             failures[exc.reason] += 1
             last = exc
             if exc.reason in ("offline_unsupported", "turn_cap"):
@@ -203,3 +204,9 @@ def _draft_one_offline(pipeline: PipelineConfig, scenario: Scenario, tools: list
                    "attempts": sum(failures.values()), "problems": dict(sorted(failures.items())),
                    "scenario": scenario.model_dump(mode="json")}
     return outcome
+
+
+def run(ctx: PipelineContext, settings: Any = None) -> StageSummary:
+    """The stage contract (fcbench.stage) for `kind: conversation`: scenarios, then conversations."""
+    result = run_conversation_stage1(ctx.config, offline=not ctx.uses_llm, force=ctx.force)
+    return StageSummary.of("stage1", result.summary, report=result)

@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from fcbench.errors import ItemRejected
 from fcbench.runtime.progress import StageProgress, progress_of
 from fcbench.catalog.openai import openai_tool_param
 from fcbench.config import PipelineConfig
@@ -40,12 +41,6 @@ USER_PROMPT = PROMPTS / "conversation_user.txt"
 AGENT_PROMPT = PROMPTS / "conversation_agent.txt"
 # A user simulator writing the assistant's part (or narrating) has left its role.
 _OUT_OF_ROLE = re.compile(r"^\s*(assistant|agent|system)\s*:|\bas an ai\b|\btool_call", re.IGNORECASE)
-
-
-class _Reject(Exception):
-    def __init__(self, reason: str, detail: str, raw: str | None = None) -> None:
-        super().__init__(detail)
-        self.reason, self.detail, self.raw = reason, detail, raw
 
 
 def parse_description(completion: Any) -> str:
@@ -89,11 +84,11 @@ class ConversationDrafter:
         try:
             scenario = scenario.model_copy(update={"description": await self._describe(index, scenario, offered)})
             messages, failed = await self._talk(index, scenario, offered)
-        except _Reject as reject:
+        except ItemRejected as reject:
             record: dict[str, Any] = {"id": scenario.id, "reason": f"stage1.{reject.reason}", "detail": reject.detail,
                                       "scenario": scenario.model_dump(mode="json")}
-            if reject.raw is not None:
-                record["raw"] = reject.raw
+            if reject.raw_text is not None:
+                record["raw"] = reject.raw_text
             return record
         scenario_prompt, user_prompt, agent_prompt = self.prompts
         provenance = Provenance(stage="stage1", model=self.client.config.model, prompt_file=agent_prompt.shown_as,
@@ -117,7 +112,7 @@ class ConversationDrafter:
                               sample_index=index, prompt_hash=prompt.sha256)
         outcome = await self.client.complete(request, parse_description)
         if isinstance(outcome, LLMRejection):
-            raise _Reject("off_script", f"the scenario writer did not answer as asked: {outcome.reason}", outcome.raw_text)
+            raise ItemRejected("off_script", f"the scenario writer did not answer as asked: {outcome.reason}", outcome.raw_text)
         return outcome.parsed
 
     async def _user_says(self, index: int, scenario: Scenario, messages: list[dict[str, Any]]) -> tuple[str, bool]:
@@ -137,7 +132,7 @@ class ConversationDrafter:
                               prompt_hash=prompt.sha256)
         outcome = await self.client.complete(request, parse_user_turn)
         if isinstance(outcome, LLMRejection):
-            raise _Reject("off_script", f"the user simulator left its script: {outcome.reason}", outcome.raw_text)
+            raise ItemRejected("off_script", f"the user simulator left its script: {outcome.reason}", outcome.raw_text)
         return outcome.parsed
 
     async def _agent_turn(self, index: int, scenario: Scenario, offered: Sequence[Tool], messages: list[dict[str, Any]],
@@ -157,29 +152,29 @@ class ConversationDrafter:
             request = ChatRequest(messages=history, tools=specs, sample_index=index, prompt_hash=prompt.sha256)
             outcome = await self.client.complete(request)
             if isinstance(outcome, LLMRejection):
-                raise _Reject("llm_failed", outcome.reason, outcome.raw_text)
+                raise ItemRejected("llm_failed", outcome.reason, outcome.raw_text)
             completion = outcome.completion
             if not completion.tool_calls:
                 if not (completion.content or "").strip():
-                    raise _Reject("off_script", "the agent answered with neither text nor a call", completion.raw_text)
+                    raise ItemRejected("off_script", "the agent answered with neither text nor a call", completion.raw_text)
                 messages.append({"role": "assistant", "content": completion.content.strip(),
                                  "dialog_acts": draft_acts(completion.content, made_calls)})
                 return
             if step == max_steps:
-                raise _Reject("max_steps", f"the agent still calls tools after max_steps={max_steps} steps in one turn",
+                raise ItemRejected("max_steps", f"the agent still calls tools after max_steps={max_steps} steps in one turn",
                               completion.raw_text)
             planned = []
             for call in completion.tool_calls:
                 if call.name not in names:
-                    raise _Reject("off_script", f"the agent called {call.name!r}, which the scenario does not offer",
+                    raise ItemRejected("off_script", f"the agent called {call.name!r}, which the scenario does not offer",
                                   completion.raw_text)
                 try:
                     arguments = json.loads(call.arguments or "{}")
                 except json.JSONDecodeError:
-                    raise _Reject("off_script", f"the agent's arguments for {call.name} are not JSON",
+                    raise ItemRejected("off_script", f"the agent's arguments for {call.name} are not JSON",
                                   completion.raw_text) from None
                 if not isinstance(arguments, dict):
-                    raise _Reject("off_script", f"the agent's arguments for {call.name} are not an object", completion.raw_text)
+                    raise ItemRejected("off_script", f"the agent's arguments for {call.name} are not an object", completion.raw_text)
                 labels[0] += 1
                 planned.append((f"var_{labels[0]}", call.name, arguments))
             outcomes = environment.call_step([(name, arguments) for _, name, arguments in planned])
@@ -188,7 +183,7 @@ class ConversationDrafter:
                 # environment that could not answer at all (timeout, no usable simulated answer) is not
                 if not result.ok and result.reason not in (ErrorReason.TOOL_ERROR, ErrorReason.BAD_ARGUMENTS,
                                                            ErrorReason.HTTP_STATUS):
-                    raise _Reject("environment_failed", f"{label} ({name}): {result.error}")
+                    raise ItemRejected("environment_failed", f"{label} ({name}): {result.error}")
             messages.append({"role": "assistant", "content": completion.content or None,
                              "tool_calls": [tool_call(label, name, arguments) for label, name, arguments in planned]})
             for (label, name, _), result in zip(planned, outcomes):
@@ -210,7 +205,7 @@ class ConversationDrafter:
             if done and user_turns >= scenario.min_turns:
                 return messages, failed  # the user's closing words need no answer
             if user_turns >= cap:
-                raise _Reject("turn_cap", f"the user simulator was still talking after {cap} user turns "
+                raise ItemRejected("turn_cap", f"the user simulator was still talking after {cap} user turns "
                                           f"(conversation.max_turns)", text)
             messages.append({"role": "user", "content": text})
             await self._agent_turn(index, scenario, offered, messages, labels, failed, environment)

@@ -20,8 +20,11 @@
    a `$label.path$` reference. A lookup's first entry is the match for the name the user gave; an
    entry of a result list is picked by the seeded generator and named in the query ("the second
    flight"). Every response is kept on its call.
-4. The query (`render_query`): one clause per call from the phrase templates, lookups left
-   implicit (their name appears where their result is used).
+4. The query (`render_query`): one clause per call, lookups left implicit (their name appears
+   where their result is used); the words are the query writer's (`generate.stage1.query_writer`:
+   phrase templates, openers and joins), drawn from a generator of their own so the plan does not
+   depend on them. A query the text lint (`fcbench.checks.query_text`) finds fault with, or that a
+   phrase file says cannot be asked for ("-"), is no draft.
 Everything random takes a `random.Random` seeded by the caller: the same seed gives the same drafts.
 """
 
@@ -31,25 +34,32 @@ import random
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from fcbench.checks.constraints import PickSpec, choose_pick, parse_path as parse_field_path
 from fcbench.environments import Environment
 from fcbench.checks.gold_audit import CARRIED_PARAMETERS, gold_audit
 from fcbench.checks.grounding import ungrounded_values
 from fcbench.checks.provenance import infer_provenance
+from fcbench.checks.query_text import query_text_problems
 from fcbench.references import format_reference
 from fcbench.resolve import walk_path
 from fcbench.sample import Call, Sample, Tool
-from generate.slots import Slot, SlotUse, ValuePools, spell_date
+from generate.slots import UNSAID_FIELD, WORDS_FIELD, Slot, SlotUse, ValuePools
+from generate.stage1.query_writer import (ClauseRequest, PhraseBook, Unsayable, fill_phrase, result_noun,
+                                          write_clause, write_query)
 
 DEFAULT_PHRASES = Path(__file__).resolve().parents[1] / "prompts" / "graph_sampler_phrases.txt"
 ORDINALS = ["first", "second", "third"]
+NEAR_KINDS = frozenset({"landmark", "airport"})  # places one is near, not in
+# nouns too vague for "that ...": "return it at that place" could be any place the query names
+GENERIC_NOUNS = frozenset({"place", "result", "entry", "location"})
 PICK_AMONG = len(ORDINALS)  # entries of a result list a draft may pick
 OPTIONAL_CHANCE = 0.4  # an optional argument the pools can fill is set this often (a constraint)
 MAX_OPTIONAL = 2  # constraints per call, so a clause stays readable
 GENERAL_DOMAIN = "general"
-_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+# output names too generic to feed a parameter unless the source says what they identify
+BARE_NAMES = (["id"], ["code"])
 _MENTIONED_PATH = re.compile(r"[A-Za-z_]\w*(?:\[\])?(?:\.[A-Za-z_]\w*(?:\[\])?)+")
 
 
@@ -75,17 +85,22 @@ class OutputField:
 
 
 def response_fields(returns: Any) -> list[OutputField]:
-    """The leaves of a tool's answer: from its `returns` schema, then from the example answers the
-    schema carries (a leaf the schema does not know, or places differently, is added)."""
+    """The leaves of a tool's answer: from its `returns` schema and from the example answers the
+    schema carries (a leaf the schema does not know, or places differently, is added). Where the
+    two disagree the examples' leaves come first: a real answer looks like its examples (`data` a
+    list where the schema says an object), and a feed reads the first field that fits."""
     fields = output_fields(returns)
-    known = {f.path for f in fields}
     examples = returns.get("examples") if isinstance(returns, dict) else None
-    for example in examples if isinstance(examples, list) else []:
+    if not isinstance(examples, list) or not examples:
+        return fields
+    leaves: dict[tuple[str | None, ...], OutputField] = {}
+    for example in examples:
         for leaf in example_fields(example):
-            if leaf.path not in known:
-                known.add(leaf.path)
-                fields.append(leaf)
-    return fields
+            leaves.setdefault(leaf.path, leaf)
+    in_both = [f for f in fields if f.path in leaves]
+    known = {f.path for f in fields}
+    return in_both + [leaf for path, leaf in leaves.items() if path not in known] + \
+        [f for f in fields if f.path not in leaves]
 
 
 def example_fields(value: Any, prefix: tuple[str | None, ...] = ()) -> list[OutputField]:
@@ -193,6 +208,62 @@ def _says_what_it_is(words: tuple[str, ...], source: Tool, output: OutputField) 
     return all(_stem(word) in seen for word in words)
 
 
+def _endpoint(tool: Tool) -> str:
+    return str(tool.meta.get("endpoint") or ((tool.meta.get("openai") or {}).get("extra") or {}).get("http", {}).get("endpoint", ""))
+
+
+def _links_agree(reader: Tool, parameter: str, source: Tool, output: OutputField) -> bool:
+    """For a path parameter (`/shopping/hotel-offers/{offerId}`): whether the source's entries are
+    that resource. REST answers often link each entry to itself (`self`, `href`): a link must
+    match the reader's endpoint, the identifier one path segment (a point of interest at
+    `/locations/pois/ID` is not a location at `/locations/{locationId}`). Entries without links:
+    the source's endpoint must name the resource's collection (`hotel-offers`, not
+    `flight-offers`). Without an endpoint on either side nothing contradicts the feed."""
+    endpoint = _endpoint(reader)
+    placeholder = "{" + parameter + "}"
+    if placeholder not in endpoint:
+        return True
+    template = re.escape(endpoint).replace(re.escape(placeholder), "[^/?#]+")
+    links = _entry_links(source, output)
+    if links:
+        return any(re.search(template + r"(?:[?#].*)?$", link) for link in links)
+    collection = [part for part in endpoint.split(placeholder)[0].split("/") if part]
+    source_endpoint = _endpoint(source)
+    return not collection or not source_endpoint or collection[-1] in source_endpoint.split("/")
+
+
+def _entry_links(source: Tool, output: OutputField) -> list[str]:
+    """The self links of the entries holding `output` in the source's example answers."""
+    examples = source.returns.get("examples") if isinstance(source.returns, dict) else None
+    entry_path = output.path[:-1]
+    links: list[str] = []
+    for example in examples if isinstance(examples, list) else []:
+        for entry in _walk_all(example, entry_path):
+            if isinstance(entry, dict):
+                link = entry.get("self", entry.get("href"))
+                link = link.get("href") if isinstance(link, dict) else link
+                if isinstance(link, str):
+                    links.append(link)
+    return links
+
+
+def _walk_all(value: Any, path: tuple[str | None, ...]) -> list[Any]:
+    """Every value at `path` (None: each entry of a list; a list met where a key is expected is
+    walked through, as example answers may not follow their schema)."""
+    values = [value]
+    for part in path:
+        found = []
+        for item in values:
+            items = item if isinstance(item, list) and part is not None else [item]
+            for sub in items:
+                if part is None and isinstance(sub, list):
+                    found.extend(sub)
+                elif isinstance(sub, dict) and part in sub:
+                    found.append(sub[part])
+        values = found
+    return values
+
+
 def _types_agree(param_schema: Mapping[str, Any], field_type: str | None) -> bool:
     if is_list_parameter(param_schema):
         param_schema = param_schema["items"]
@@ -271,11 +342,11 @@ def _feeds_for(tool: Tool, parameter: str, schema: Mapping[str, Any], catalog: S
             if mentioned and output.text() not in mentioned:
                 continue
             words = matched_prefix(singular(parameter) if is_list_parameter(schema) else parameter, output.name)
-            if words and not named and name_words(output.name) == ["id"] and not _says_what_it_is(words, other, output):
-                words = None  # an `offerId` is not any bare `id`: the offer must show in the source
+            if words and not named and name_words(output.name) in BARE_NAMES and not _says_what_it_is(words, other, output):
+                words = None  # an `offerId` is not any bare `id`, a `startLocationCode` not a vehicle's `code`
             if words is None:
                 words = described_prefix(parameter, description, output.name)
-            if words is None or not _types_agree(schema, output.type):
+            if words is None or not _types_agree(schema, output.type) or not _links_agree(tool, parameter, other, output):
                 continue
             found.setdefault(words, []).append(Feed(other.name, output, other.name in named))
     return found
@@ -340,10 +411,16 @@ class PlanNode:
     # lists (a car from one hotel to another) says each its own way
     picked: dict[int, int] = field(default_factory=dict)
     pick_text: dict[int, str] = field(default_factory=dict)
-    # per source node: the noun of a nested list whose first entry is read among several (a room's
-    # rates): the query says "the first rate of the second room"
-    nested_first: dict[int, str] = field(default_factory=dict)
     journey: bool | None = None  # a call of two places: whether the first one is in the home city
+    subject_kind: str | None = None  # a lookup: the value pool slot its name came from (city, landmark...)
+    kinds: dict[str, str] = field(default_factory=dict)  # literal place argument -> its slot (for phrasings)
+    words: dict[str, str] = field(default_factory=dict)  # literal argument -> the pool's words for its value
+    said_as: str | None = None  # how the query named what this call is about ("the second attraction")
+    said_kind: str | None = None  # the kind of place that was, when it is one (a landmark...)
+    position: int | None = None  # where its clause is in the query (None: a lookup, left implicit)
+    # the source nodes of which it reads the first entry of a nested list that has several (a
+    # room's first rate): the query must say so ("the first rate of the second room")
+    first_of_several: set[int] = field(default_factory=set)
 
 
 @dataclass
@@ -352,7 +429,7 @@ class DraftContext:
 
     graph: FeedGraph
     pools: ValuePools
-    phrases: "PhraseBook"
+    phrases: PhraseBook
     rng: random.Random
     allowed: set[str]  # tools the draft may call
     preferred_domains: set[str]  # sources from these domains go first
@@ -367,6 +444,7 @@ class DraftContext:
     pick_records: list[dict[str, Any]] = field(default_factory=list)  # the draft's picks (meta.picks)
     used_places: set[str] = field(default_factory=set)
     nodes: list[PlanNode] = field(default_factory=list)
+    describing: set[int] = field(default_factory=set)  # lists whose @where phrase is being written
 
 
 def place_groups(pools: ValuePools) -> list[str]:
@@ -374,7 +452,7 @@ def place_groups(pools: ValuePools) -> list[str]:
 
 
 def _slot_value(ctx: DraftContext, slot: Slot, city: str | None) -> dict[str, Any]:
-    if not slot.is_place:
+    if not slot.is_place and not slot.distinct:
         if slot.name not in ctx.values:
             ctx.values[slot.name] = slot.values[ctx.rng.randrange(len(slot.values))]
         return ctx.values[slot.name]
@@ -418,6 +496,10 @@ def plan_call(ctx: DraftContext, tool: str, city: str | None, goal: int, ancesto
     node = PlanNode(tool, goal, fed=fed, journey=journey)
     node.depth = 1 + max((ctx.nodes[f.source].depth for f in fed), default=-1)
     _choose_literals(ctx, node, city)
+    twin = next((index for index, other in enumerate(ctx.nodes) if not fed and not other.fed
+                 and other.tool == tool and other.literals == node.literals), None)
+    if twin is not None:
+        return twin  # the same search asked twice is one call: both readers read it
     ctx.nodes.append(node)
     return len(ctx.nodes) - 1
 
@@ -443,14 +525,18 @@ def _choose_literals(ctx: DraftContext, node: PlanNode, city: str | None) -> Non
         options = [(s, u) for s, u in options if s.name in ctx.values] or options
         slot, use = options[ctx.rng.randrange(len(options))]
         value = _slot_value(ctx, slot, city)
+        if value.get(UNSAID_FIELD):
+            raise PlanFailed(f"{node.tool}.{parameter} would hold {slot.name} value no query says")
         node.literals.update({arg: value[f] for arg, f in use.arguments.items()})
+        _remember_how_said(node, slot, use, value)
         # an optional argument set along with a required one (a stay's return date) is said too
         node.optional.extend(arg for arg in use.arguments if arg not in required)
         if slot.is_place:
             place_values.append((slot, use, value))
     if not node.fed and len(place_values) == 1 and len(node.literals) == len(place_values[0][1].arguments):
-        _, use, value = place_values[0]
+        slot, use, value = place_values[0]
         node.subject = str(value[next(iter(use.arguments.values()))])  # a lookup of a name the user gives
+        node.subject_kind = slot.name
         return
     for slot, use in uses:
         if len(node.optional) >= MAX_OPTIONAL or set(use.arguments) & set(node.literals):
@@ -458,99 +544,24 @@ def _choose_literals(ctx: DraftContext, node: PlanNode, city: str | None) -> Non
         if ctx.rng.random() >= OPTIONAL_CHANCE:
             continue
         value = _slot_value(ctx, slot, city)
+        if value.get(UNSAID_FIELD):
+            continue  # an API code no query says: not a constraint a user states
         candidate = {arg: value[f] for arg, f in use.arguments.items()}
-        if ctx.phrases.states_constraint(ctx.graph.tools[node.tool], candidate):
+        words = {arg: str(value[WORDS_FIELD]) for arg in candidate if WORDS_FIELD in value and len(candidate) == 1}
+        if ctx.phrases.states_constraint(ctx.graph.tools[node.tool], candidate, words):
             node.literals.update(candidate)
             node.optional.extend(candidate)
+            _remember_how_said(node, slot, use, value)
 
 
-# ------------------------------------------------------------------------------- the phrases
-SayArgument = Callable[[str, list[str]], str]  # (parameter, extra placeholder parts) -> text
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][\w]*)(?:\|([^{}|]*))?(?:\|([^{}|]*))?\}")
-
-
-@dataclass(frozen=True)
-class PhraseBook:
-    clauses: dict[str, str]  # tool -> clause
-    fragments: dict[tuple[str, str], str]  # (tool, parameter) -> fragment
-    nouns: dict[str, str] = field(default_factory=dict)  # tool -> what an entry of its results is
-
-    @classmethod
-    def parse(cls, text: str) -> "PhraseBook":
-        clauses, fragments, nouns = {}, {}, {}
-        for line in text.splitlines():
-            line = line.strip()
-            if not line or line.startswith("#") or "=" not in line:
-                continue
-            key, template = (part.strip() for part in line.split("=", 1))
-            if key.endswith("@result"):
-                nouns[key.removesuffix("@result")] = template
-            elif "." in key:
-                tool, parameter = key.split(".", 1)
-                fragments[(tool, parameter)] = template
-            else:
-                clauses[key] = template
-        return cls(clauses, fragments, nouns)
-
-    @classmethod
-    def load(cls, path: Path) -> "PhraseBook":
-        return cls.parse(path.read_text(encoding="utf-8"))
-
-    def states_constraint(self, tool: Tool, arguments: Mapping[str, Any]) -> bool:
-        """Whether the fragments for these optional arguments say each value the way the
-        filter's grounding check reads it back."""
-        text = " ".join(self.fragment(tool, name, arguments) for name in arguments).lower()
-        for value in arguments.values():
-            if isinstance(value, bool):
-                return False
-            if isinstance(value, (int, float)):
-                if not re.search(rf"(?<![\w.]){re.escape(_number_text(value))}(?![\w]|\.\d)", text):
-                    return False
-            elif str(value).lower() not in text:
-                return False
-        return True
-
-    def fragment_template(self, tool: Tool, parameter: str) -> str:
-        return self.fragments.get((tool.name, parameter)) or f"with {parameter.replace('_', ' ')} {{{parameter}}}"
-
-    def fragment(self, tool: Tool, parameter: str, arguments: Mapping[str, Any]) -> str:
-        return fill_placeholders(self.fragment_template(tool, parameter),
-                                 lambda name, extra: _say_literal(tool, name, arguments.get(name), extra))
-
-    def clause(self, tool: Tool, say: SayArgument) -> str:
-        template = self.clauses.get(tool.name) or _generic_clause(tool)
-        return fill_placeholders(template, say)
-
-
-def fill_placeholders(template: str, say: SayArgument) -> str:
-    return _PLACEHOLDER.sub(lambda m: say(m.group(1), [part for part in m.groups()[1:] if part is not None]), template)
-
-
-def _generic_clause(tool: Tool) -> str:
-    """For a tool without a phrase: its description's first sentence and its required arguments."""
-    description = (tool.description or tool.name.replace("_", " ")).split(". ")[0].rstrip(".")
-    required = tool.parameters.get("required") or []
-    details = ", ".join(f"{name.replace('_', ' ')} {{{name}}}" for name in required)
-    first = description[:1].lower() + description[1:]
-    return f"{first} ({details})" if details else first
-
-
-def _number_text(value: int | float) -> str:
-    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
-
-
-def _say_literal(tool: Tool, parameter: str, value: Any, extra: list[str]) -> str:
-    schema = (tool.parameters.get("properties") or {}).get(parameter) or {}
-    if isinstance(value, str) and _ISO_DATE.match(value):
-        return spell_date(value)
-    if isinstance(value, str) and schema.get("enum") and not (len(value) <= 3 and value.isupper()):
-        return value.replace("_", " ").lower()  # "first class"; a code (USD) stays as written
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        text = _number_text(value)
-        if len(extra) == 2:
-            return f"{text} {extra[0] if value == 1 else extra[1]}"
-        return text
-    return "" if value is None else str(value)
+def _remember_how_said(node: PlanNode, slot: Slot, use: SlotUse, value: Mapping[str, Any]) -> None:
+    """What the query writer needs of a pool value: the kind of place it is (a phrasing may depend
+    on it: hotels *near* a landmark, *in* a city) and the words for an enum value ("business class")."""
+    for argument in use.arguments:
+        if slot.is_place:
+            node.kinds[argument] = slot.name
+        if WORDS_FIELD in value and len(use.arguments) == 1:
+            node.words[argument] = str(value[WORDS_FIELD])
 
 
 # ---------------------------------------------------------------------------------- execution
@@ -600,11 +611,10 @@ def _resolve_group(ctx: DraftContext, node: PlanNode, group: FedArguments,
         if source.subject is None:
             node.picked[group.source] = index
     references, values = {}, {}
+    if _first_of_several(response, _concrete(first_path, index)):
+        node.first_of_several.add(group.source)
     for parameter, output in group.fields.items():
         path = _concrete(output.path, index)
-        nested = _nested_first(response, path)
-        if nested is not None:
-            node.nested_first[group.source] = nested
         try:
             values[parameter] = walk_path(response, path)
         except (LookupError, TypeError):
@@ -616,21 +626,20 @@ def _resolve_group(ctx: DraftContext, node: PlanNode, group: FedArguments,
     return references, values
 
 
-def _nested_first(response: Any, path: tuple[str | int, ...]) -> str | None:
-    """The noun of a list below the first one whose first entry the path reads among several
-    ("rate" for data.rooms[1].rates[0] when the room has two rates), else None."""
-    indexes = [i for i, part in enumerate(path) if isinstance(part, int)]
-    if len(indexes) < 2:
-        return None
-    cut = indexes[1]
-    try:
-        entries = walk_path(response, path[:cut])
-    except (LookupError, TypeError):
-        return None
-    key = path[cut - 1]
-    if not isinstance(entries, list) or len(entries) < 2 or not isinstance(key, str):
-        return None
-    return singular(key)
+def _first_of_several(response: Any, path: tuple[str | int, ...]) -> bool:
+    """Whether a list below the first one on the path (read at its entry 0) has more entries."""
+    seen_list = False
+    for depth, part in enumerate(path):
+        if isinstance(part, int):
+            if seen_list:
+                try:
+                    entries = walk_path(response, path[:depth])
+                except (LookupError, TypeError):
+                    return False
+                if isinstance(entries, list) and len(entries) > 1:
+                    return True
+            seen_list = True
+    return False
 
 
 def assign_labels(nodes: list[PlanNode]) -> list[list[PlanNode]]:
@@ -676,57 +685,108 @@ def _ordered(tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------ the query
-def render_query(ctx: DraftContext) -> str:
+def render_query(ctx: DraftContext, rng: random.Random) -> str:
+    """One clause per call the user asks for (lookups left implicit: their name appears where their
+    result is used), chains of one goal joined, the goals' chains as separate wishes; the words
+    are the query writer's (`generate.stage1.query_writer`), every choice from `rng`."""
     consumed = {f.source for node in ctx.nodes for f in node.fed}
-    chains: dict[int, list[str]] = {}
+    chains: dict[int, list[PlanNode]] = {}
     for index in sorted(range(len(ctx.nodes)), key=lambda i: (ctx.nodes[i].depth, i)):
         node = ctx.nodes[index]
         if index in consumed and node.subject is not None:
             continue  # a lookup: the user names the place where its result is used
-        chains.setdefault(node.goal, []).append(_clause(ctx, node))
-    sentences = [", then ".join(clauses) for _, clauses in sorted(chains.items())]
-    text = sentences[0][:1].upper() + sentences[0][1:] + "."
-    for sentence in sentences[1:]:
-        text += f" Also, {sentence}."
-    return text
+        chains.setdefault(node.goal, []).append(node)
+    ordered = [chains[goal] for goal in sorted(chains)]  # a call's sources are of its own goal's chain
+    for position, node in enumerate(node for chain in ordered for node in chain):
+        node.position = position  # the order of the clauses in the text
+    return write_query([[write_clause(_clause_request(ctx, node), ctx.phrases, rng) for node in chain]
+                        for chain in ordered], rng)
 
 
-def _clause(ctx: DraftContext, node: PlanNode) -> str:
-    tool = ctx.graph.tools[node.tool]
+def _clause_request(ctx: DraftContext, node: PlanNode) -> ClauseRequest:
     fed_from = {p: ctx.nodes[f.source] for f in node.fed for p in f.fields}
-    said: set[str] = set()
 
-    def say(parameter: str, extra: list[str]) -> str:
-        said.add(parameter)
-        if parameter in fed_from:
-            return _say_reference(ctx, fed_from[parameter], node, extra)
-        return _say_literal(tool, parameter, node.literals.get(parameter), extra)
+    def refer(parameter: str, extra: list[str]) -> str | None:
+        if parameter not in fed_from:
+            return None
+        text, kind = _say_reference(ctx, fed_from[parameter], node, extra)
+        if node.said_as is None:  # the first thing it reads is what the call is about
+            node.said_as, node.said_kind = text, kind
+        return text
 
-    text = ctx.phrases.clause(tool, say)
-    for parameter in node.optional:
-        if parameter not in said:  # a fragment may state two (a price cap with its currency)
-            text += " " + fill_placeholders(ctx.phrases.fragment_template(tool, parameter), say)
-    return text
+    def kind_of(parameter: str, extra: list[str]) -> str | None:
+        return _say_reference(ctx, fed_from[parameter], node, extra)[1] if parameter in fed_from else None
+
+    # the kind of place each argument names, for the phrasings' conditions (a lookup's slot: a
+    # reference to a place said by name)
+    kinds = dict(node.kinds)
+    kinds.update({p: kind for p, source in fed_from.items() if (kind := _say_reference(ctx, source, node, ["place"])[1])})
+    return ClauseRequest(ctx.graph.tools[node.tool], dict(node.literals), list(node.optional), refer=refer, kinds=kinds,
+                         words=dict(node.words), kind_of=kind_of)
 
 
-def _say_reference(ctx: DraftContext, source: PlanNode, reader: PlanNode, extra: list[str]) -> str:
-    """How the user names what an argument reads: the place they gave, "the second hotel" for an
-    entry picked from a result list, or the name behind a single result ("Hyde Park" for the
-    details of the Hyde Park attraction)."""
+def _where(ctx: DraftContext, node: PlanNode) -> str | None:
+    template = ctx.phrases.wheres.get(node.tool)
+    if not template or id(node) in ctx.describing:
+        return None  # (a list described by a list it describes: say its order instead)
+    ctx.describing.add(id(node))
+    try:
+        return fill_phrase(template, _clause_request(ctx, node))
+    finally:
+        ctx.describing.discard(id(node))
+
+
+def _say_reference(ctx: DraftContext, source: PlanNode, reader: PlanNode, extra: list[str]) -> tuple[str, str | None]:
+    """How the user names what an argument reads, and what kind of thing it is (a place's value
+    pool slot, else the result noun of the tool it comes from: "hotel"; a phrasing may depend on
+    it): the place they gave; "the second hotel" or the constraint that
+    picks the entry of a result list; for a single result, "that flight" when it is the clause
+    just before (never "that place": which place?), else what named it ("the second attraction",
+    "Hyde Park"). An ordinal or a
+    constraint over a list says which list when the query asks for two of that kind."""
     if source.subject is not None:
-        return source.subject
+        return source.subject, source.subject_kind
+    noun = ctx.phrases.nouns.get(source.tool) or (extra[0] if extra else result_noun(ctx.graph.tools[source.tool]))
     position = ctx.nodes.index(source)
-    nested = reader.nested_first.get(position)
-    first = f"the first {nested} of " if nested else ""
-    if position in reader.pick_text:
-        return first + reader.pick_text[position]
-    noun = ctx.phrases.nouns.get(source.tool) or (extra[0] if extra else "result")
-    if position in reader.picked:
-        return f"{first}the {ORDINALS[reader.picked[position]]} {noun}"
-    named = [ctx.nodes[group.source].subject for group in source.fed]
-    if len(named) == 1 and named[0] is not None:
-        return named[0]
-    return f"that {extra[0] if extra else noun}"
+    if position in reader.pick_text or position in reader.picked:
+        text = reader.pick_text.get(position) or f"the {ORDINALS[reader.picked[position]]} {noun}"
+        text += _which_list(ctx, source, noun)
+        if position in reader.first_of_several and extra and extra[0] != noun:
+            text = f"the first {extra[0]} of {text}"  # the room's first rate: which rate
+        return text, noun
+    said = extra[0] if extra else noun
+    if said not in GENERIC_NOUNS and source.position is not None and reader.position is not None \
+            and source.position == reader.position - 1:
+        return f"that {said}", noun  # "that flight": the one just asked about
+    if source.said_as is not None:
+        return source.said_as, source.said_kind
+    named = [ctx.nodes[group.source] for group in source.fed]
+    if len(named) == 1 and named[0].subject is not None:
+        return named[0].subject, named[0].subject_kind
+    return f"that {said}", noun
+
+
+def _which_list(ctx: DraftContext, source: PlanNode, noun: str) -> str:
+    """"" when the query asks for one list of `noun`s; else which one: the tool's `@where` phrase
+    ("in MAD"), the place it was searched at ("near Orchard", "from Paris to Rome"), or its order
+    among them ("of the second search")."""
+    lists = [node for node in ctx.nodes if node.position is not None
+             and (ctx.phrases.nouns.get(node.tool) or "") == noun]
+    if len(lists) < 2:
+        return ""
+    wheres = [_where(ctx, node) for node in lists]
+    where = wheres[lists.index(source)] if source in lists else None
+    if where and wheres.count(where) == 1:
+        return f" {where}"
+    places = [(ctx.nodes[group.source].subject, ctx.nodes[group.source].subject_kind) for group in source.fed
+              if ctx.nodes[group.source].subject is not None]
+    if len(places) == 1:
+        name, kind = places[0]
+        return f" {'near' if kind in NEAR_KINDS else 'in'} {name}"
+    if len(places) == 2:
+        return f" from {places[0][0]} to {places[1][0]}"
+    order = sorted(node.position for node in lists if node.position is not None)
+    return f" of the {ORDINALS[min(order.index(source.position), len(ORDINALS) - 1)]} search"
 
 
 # ------------------------------------------------------------------------------ one draft
@@ -767,7 +827,13 @@ def propose_draft(request: DraftRequest, graph: FeedGraph, pools: ValuePools, ph
         raise PlanFailed(f"the path needs more than max_steps={request.max_steps} steps")
     carry_party(ctx)
     calls = execute_plan(ctx, environment)
-    query = render_query(ctx)
+    try:  # the words are drawn apart from the plan: the same plan whatever the phrasings
+        query = render_query(ctx, random.Random(f"{request.seed}:phrasing"))
+    except Unsayable as exc:
+        raise PlanFailed(str(exc)) from None
+    problems = query_text_problems(query, tools)
+    if problems:  # the phrase file wrote a glitch: never a draft
+        raise PlanFailed(f"the query reads wrong: {problems[0].describe()}")
     probe = Sample(id="probe", messages=[{"role": "user", "content": query}], tools=list(tools), calls=calls,
                    meta={"picks": ctx.pick_records})
     ungrounded = ungrounded_values(probe)

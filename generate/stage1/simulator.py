@@ -4,13 +4,17 @@ The plan comes from the graph sampler (`propose_draft`): an executable path over
 APIs and the query that states it. The rules below play it as a conversation against the
 environment, shaped by the scenario's complexity:
 
-- underfilled_parameters: the first request leaves one value out; the agent asks; the user gives it.
+- underfilled_parameters: the first request leaves one date out ("until April 10" without the
+  arrival) and says so; the agent asks; the user gives it.
 - overfilled_parameters: the request adds details no API takes; the agent says what it could not use.
 - goal_correction: the request states a date one day off; the agent checks it; the user corrects it.
 - execution_exception: the request gives an impossible date; the call fails with the API's error;
   the agent reports it and asks again; the user gives the right date; the call is made again.
 - ambiguous_goal / implicit_goal: the user opens vaguely; the agent asks what they need.
-- follow_up: after the answer, the user asks about one field of a result; the agent reads it out.
+- follow_up: after the answer, the user asks about a detail of the first result the answer did not
+  give; the agent reads it out.
+While the scenario wants more user turns, the user asks for more details of the first result; the
+conversation ends with one goodbye (another one when the search found nothing).
 goal_switching needs a second plan the rules do not write: such scenarios are rejected offline
 (`offline_unsupported`), never drafted without their complexity.
 
@@ -23,10 +27,12 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any, Sequence
 
+from fcbench.errors import ItemRejected
 from fcbench.conversation import Scenario, tool_call, tool_result
 from fcbench.checks.derivation import is_iso_date
 from fcbench.environments import Environment
@@ -41,18 +47,11 @@ OFFLINE_COMPLEXITIES = frozenset({"underfilled_parameters", "overfilled_paramete
 IMPOSSIBLE_DATE = "2025-02-30"  # no such day: every date-taking API refuses it
 EXTRA_DETAILS = ["I am travelling with my dog.", "I would like a quiet place, away from the street.",
                  "It is for my parents' anniversary.", "I prefer to pay by card."]
+NOTHING_FOUND = "nothing that matches your request"
+EMPTY_CLOSING = ("Too bad. Thanks for checking anyway.", "I'm sorry I could not find anything. Have a good day!")
 CLOSINGS = [("Thanks, that is all I needed.", "You're welcome, have a good trip!"),
             ("Great, thank you for your help.", "Glad I could help. Enjoy your travels!"),
             ("Perfect. Nothing else for now.", "All right. Have a nice day!")]
-
-
-class SimulationFailed(Exception):
-    """This attempt cannot play the scenario; `reason` is counted in the stage summary."""
-
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(f"{reason}: {detail}")
-        self.reason = reason
-        self.detail = detail
 
 
 @dataclass
@@ -87,7 +86,7 @@ class _Agent:
             try:
                 arguments = dict(resolve_arguments(call.arguments, self.outputs, CallSite(call.label, call.name)))
             except UnresolvedReference as exc:
-                raise SimulationFailed("unresolved_reference", str(exc)) from None
+                raise ItemRejected("unresolved_reference", str(exc)) from None
             arguments.update((overrides or {}).get(call.label, {}))
             self.calls_made += 1
             planned.append((f"var_{self.calls_made}", call, arguments))
@@ -103,7 +102,7 @@ class _Agent:
             elif expect_failure:
                 self.failed.append(label)
             else:
-                raise SimulationFailed("execution_failed", f"{call.name}: {outcome.error}")
+                raise ItemRejected("execution_failed", f"{call.name}: {outcome.error}")
             results.append((label, response, outcome.ok))
         return results
 
@@ -120,20 +119,34 @@ def _literal_dates(calls: Sequence[Call]) -> list[tuple[Call, str, str]]:
 
 
 def _spoken(name: str) -> str:
-    return name.replace("_", " ").replace("Id", " id").strip().lower()
+    """A field or parameter name as words: "requestedPickUpDateTime" -> "requested pick up date time"."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name).replace("_", " ").replace("-", " ")
+    return " ".join(spaced.split()).lower()
 
 
-_SKIPPED_KEYS = {"status", "message", "token", "slug", "id"}
+def _say_value(value: Any) -> str:
+    """A response value as an agent says it: dates and date-times spelled, codes in words."""
+    if isinstance(value, str):
+        moment = re.fullmatch(r"(\d{4}-\d{2}-\d{2})(?:T(\d{2}:\d{2})(?::\d{2})?)?", value)
+        if moment:
+            day = spell_date(moment.group(1))
+            return f"{day} at {moment.group(2)}" if moment.group(2) else day
+        if re.fullmatch(r"[A-Z][A-Z_]{3,}", value):
+            return value.replace("_", " ").lower()
+    return str(value)
 
 
-def _plain_fields(value: dict[str, Any], limit: int, depth: int = 0) -> list[str]:
-    """Up to `limit` "name value" phrases of a record's plain fields, then of its nested records."""
+_SKIPPED_KEYS = {"status", "message", "token", "slug", "id", "currency"}
+
+
+def _plain_fields(value: dict[str, Any], limit: int, depth: int = 0) -> list[tuple[str, Any]]:
+    """Up to `limit` (name, value) pairs of a record's plain fields, then of its nested records."""
     parts = []
     for key, item in value.items():
-        if key in _SKIPPED_KEYS or key.lower().endswith(("_id", "id", "token")):
+        if key in _SKIPPED_KEYS or key.lower().endswith(("_id", "id", "token", "url", "code")):
             continue
         if isinstance(item, (str, int, float)) and not isinstance(item, bool):
-            parts.append(f"{_spoken(key)} {item}")
+            parts.append((key, item))
     if depth < 2:
         for item in value.values():
             if isinstance(item, dict) and len(parts) < limit:
@@ -142,10 +155,11 @@ def _plain_fields(value: dict[str, Any], limit: int, depth: int = 0) -> list[str
 
 
 def _first_entries(value: Any, depth: int = 0) -> list[dict[str, Any]] | None:
-    """The first list of records in a response, depth first (the results a user asked for)."""
+    """The first list of records in a response, depth first (the results a user asked for); an
+    empty list counts: the search found nothing."""
     if depth > 6:
         return None
-    if isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
+    if isinstance(value, list) and all(isinstance(item, dict) for item in value):
         return value
     children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
     for child in children:
@@ -156,38 +170,119 @@ def _first_entries(value: Any, depth: int = 0) -> list[dict[str, Any]] | None:
     return None
 
 
+def _name_of(record: dict[str, Any], depth: int = 0) -> str | None:
+    """What a result is called: its name (or that of its main nested record: a car's vehicle)."""
+    for key in ("name", "title", "hotel_name", "description"):
+        if isinstance(record.get(key), str) and record[key].strip():
+            return record[key].strip().rstrip(".")
+    if depth < 2:
+        for item in record.values():
+            if isinstance(item, dict) and (found := _name_of(item, depth + 1)):
+                return found
+    return None
+
+
+_UNITS = ("minutes", "hours", "nights", "days", "km", "m2")  # a field named for its unit: "size_m2"
+LONG_TEXT = 60  # longer texts (descriptions) are not read out in a summary
+
+
+def _field(key: str, value: Any) -> str:
+    """One field as an agent says it: "size: 18 m2", "duration: 60 minutes", "seats: 4"."""
+    words = _spoken(key).split()
+    unit = words[-1] if len(words) > 1 and words[-1] in _UNITS else None
+    name = " ".join(words[:-1] if unit else words)
+    return f"{name}: {_say_value(value).rstrip('.')}" + (f" {unit}" if unit else "")
+
+
+def _readable(fields: list[tuple[str, Any]], skip: str | None = None) -> list[tuple[str, Any]]:
+    return [(key, value) for key, value in fields
+            if value != skip and not (isinstance(value, str) and (len(value) > LONG_TEXT or value.rstrip(".") == skip))]
+
+
+def _details(record: dict[str, Any], limit: int, skip: str | None = None) -> str:
+    fields = _readable(_plain_fields(record, 12), skip)[:limit]
+    return ", ".join(_field(key, item) for key, item in fields)
+
+
 def describe_result(response: Any) -> str:
-    """A short spoken summary of a response: how many results, and the first one's plain fields."""
+    """A short spoken summary of a response: how many results and the first one (its name, then a
+    few plain fields), or the one record's; "nothing" when the search found nothing."""
     entries = _first_entries(response)
-    if entries:
-        fields = _plain_fields(entries[0], 4) or ["no details"]
-        count = len(entries)
-        return f"{count} option{'s' if count != 1 else ''}; the first has {', '.join(fields)}"
+    if entries is not None:
+        if not entries:
+            return "nothing that matches your request"
+        first = entries[0]
+        name = _name_of(first)
+        details = _details(first, 3, skip=name)
+        head = f"{len(entries)} option{'s' if len(entries) != 1 else ''}"
+        if name:
+            return f"{head}; the first is {name}" + (f" ({details})" if details else "")
+        return f"{head}; the first has {details or 'no details'}"
     data = response.get("data", response) if isinstance(response, dict) else response
     if isinstance(data, dict):
-        return ", ".join(_plain_fields(data, 5)) or "no details"
+        name = _name_of(data)
+        details = _details(data, 4, skip=name)
+        return (f"{name}" + (f": {details}" if details else "")) if name else details or "no details"
     return json.dumps(data, ensure_ascii=False)[:200]
 
 
-def _follow_up_field(response: Any, depth: int = 0) -> tuple[str, Any] | None:
-    """A plain field of the first entry found in a response (depth first), to ask about."""
-    if depth > 6:
+def _follow_up_field(response: Any, said: str) -> tuple[str, Any, bool] | None:
+    """A plain field of the first result (or of the one record) the answer did not say yet, to
+    ask about: (name, value, whether it is an entry of a list)."""
+    entries = _first_entries(response)
+    if entries is not None:
+        record, in_list = (entries[0] if entries else None), True
+    else:
+        data = response.get("data", response) if isinstance(response, dict) else response
+        record, in_list = (data if isinstance(data, dict) else None), False
+    if record is None:
         return None
-    if isinstance(response, list):
-        return _follow_up_field(response[0], depth + 1) if response else None
-    if not isinstance(response, dict):
-        return None
-    for key, item in response.items():
-        if key in ("status", "message", "id", "token") or "id" in key.lower().split("_"):
-            continue
-        if isinstance(item, (str, int, float)) and not isinstance(item, bool):
-            return key, item
-    for item in response.values():
-        if isinstance(item, (dict, list)):
-            found = _follow_up_field(item, depth + 1)
-            if found is not None:
-                return found
+    for key, value in _plain_fields(record, 12):
+        if _say_value(value) not in said and _spoken(key) not in said and len(str(value)) <= LONG_TEXT:
+            return key, value, in_list
     return None
+
+
+def _more_about(response: Any, said: str) -> tuple[str, str] | None:
+    """(the user's question, the agent's answer) for more details of the first result (or of the
+    one record) than the conversation said, or None when there is nothing more to tell."""
+    entries = _first_entries(response)
+    data = response.get("data", response) if isinstance(response, dict) else response
+    record = (entries[0] if entries else None) if entries is not None else (data if isinstance(data, dict) else None)
+    if record is None:
+        return None
+    fields = [(key, value) for key, value in _readable(_plain_fields(record, 12), _name_of(record))
+              if _say_value(value) not in said and _spoken(key) not in said][:3]
+    if fields:
+        details = ", ".join(_field(key, value) for key, value in fields)
+        if entries is not None:
+            return "Could you tell me a bit more about the first option?", f"Of course: {details}."
+        return "Could you tell me a bit more about it?", f"Of course: {details}."
+    if entries is not None and len(entries) > 1 and "the second option" not in said:
+        second = entries[1]
+        name = _name_of(second)
+        details = _details(second, 3, skip=name)
+        text = f"{name} ({details})" if name and details else name or details or "no details"
+        return "And what is the second option?", f"The second option is {text}."
+    return None
+
+
+def _leave_out(text: str, said: str) -> str:
+    """The request without one of its dates, said the way a person leaves a date open: "from D1 to
+    D2" becomes "until D2" without D1, "from D1" without D2; "on D" goes."""
+    quoted = re.escape(said)
+    for pattern, replacement in ((rf"\bfrom {quoted} to ", "until "), (rf" to {quoted}\b", ""),
+                                 (rf",? (?:returning on|and back on|leaving on|on|for) {quoted}\b", "")):
+        if re.search(pattern, text):
+            return re.sub(pattern, replacement, text, count=1)
+    return text.replace(said, "a date I will tell you")
+
+
+def _plain_error(error: str) -> str:
+    """An API error as an agent reports it: without the tool and exception names, its field names
+    in words ("drop off date is not a calendar date: '2025-02-30'")."""
+    text = re.sub(r"^[\w-]+: \w+(?:Error|Exception): ", "", error.splitlines()[0])[:160]
+    return re.sub(r"\b[a-z]+(?:_[a-z]+)+\b", lambda match: match.group(0).replace("_", " "), text)
 
 
 def _mentioned(query: str, iso: str) -> str | None:
@@ -206,7 +301,7 @@ def plan_for(scenario: Scenario, graph: FeedGraph, pools: ValuePools, phrases: P
     try:
         return propose_draft(request, graph, pools, phrases, environment, tools)
     except PlanFailed as exc:
-        raise SimulationFailed("no_executable_plan", str(exc)) from None
+        raise ItemRejected("no_executable_plan", str(exc)) from None
 
 
 def simulate(scenario: Scenario, plan: ProposedDraft, environment: Environment, seed: str,
@@ -214,7 +309,7 @@ def simulate(scenario: Scenario, plan: ProposedDraft, environment: Environment, 
     """Play `plan` as a conversation with the scenario's complexities (see the module doc)."""
     unsupported = sorted(set(scenario.complexities) - OFFLINE_COMPLEXITIES)
     if unsupported:
-        raise SimulationFailed("offline_unsupported", f"the rule-based simulator cannot play {unsupported[0]}; "
+        raise ItemRejected("offline_unsupported", f"the rule-based simulator cannot play {unsupported[0]}; "
                                "use an LLM (drop --offline / conversation.offline)")
     rng = random.Random(seed)
     complexities = set(scenario.complexities)
@@ -236,15 +331,15 @@ def simulate(scenario: Scenario, plan: ProposedDraft, environment: Environment, 
     failing: tuple[Call, str, str] | None = None
     if "underfilled_parameters" in complexities:
         if not dates:
-            raise SimulationFailed("no_value_to_hold_back", "the plan states no date the user could leave out")
+            raise ItemRejected("no_value_to_hold_back", "the plan states no date the user could leave out")
         call, name, iso = dates[rng.randrange(len(dates))]
         said = _mentioned(query, iso) or iso
-        opening = opening.replace(said, "a date I will give you")
+        opening = f"{_leave_out(opening, said)} I am not sure about the {_spoken(name)} yet."
         held_back = (said, name)
     if "goal_correction" in complexities:
         candidates = [item for item in dates if held_back is None or _mentioned(query, item[2]) != held_back[0]]
         if not candidates:
-            raise SimulationFailed("no_value_to_correct", "the plan states no date the user could get wrong")
+            raise ItemRejected("no_value_to_correct", "the plan states no date the user could get wrong")
         call, name, iso = candidates[rng.randrange(len(candidates))]
         said = _mentioned(query, iso) or iso
         wrong = spell_date((date.fromisoformat(iso) + timedelta(days=1)).isoformat())
@@ -254,7 +349,7 @@ def simulate(scenario: Scenario, plan: ProposedDraft, environment: Environment, 
         candidates = [item for item in dates if (held_back is None or _mentioned(query, item[2]) != held_back[0])
                       and (corrected is None or _mentioned(query, item[2]) != corrected[1])]
         if not candidates:
-            raise SimulationFailed("no_value_to_fail", "the plan states no date the API could refuse")
+            raise ItemRejected("no_value_to_fail", "the plan states no date the API could refuse")
         failing = candidates[rng.randrange(len(candidates))]
         opening = opening.replace(_mentioned(query, failing[2]) or failing[2], IMPOSSIBLE_DATE)
     if "overfilled_parameters" in complexities:
@@ -263,7 +358,7 @@ def simulate(scenario: Scenario, plan: ProposedDraft, environment: Environment, 
     agent.say_user(opening)
     if held_back is not None:
         agent.say(f"Happy to help. Which {_spoken(held_back[1])} should I use?", ["agent_seek_information"], [])
-        agent.say_user(f"Sorry, it is {held_back[0]}.")
+        agent.say_user(f"Let's say {held_back[0]}.")
     if corrected is not None:
         agent.say(f"Just to check before I search: you said {corrected[0]}, is that right?",
                   ["agent_seek_information"], [])
@@ -276,37 +371,49 @@ def simulate(scenario: Scenario, plan: ProposedDraft, environment: Environment, 
             results = agent.call_step(step, {fail_call.label: {fail_name: IMPOSSIBLE_DATE}}, expect_failure=True)
             errors = [response for _, response, ok in results if not ok]
             if not errors:
-                raise SimulationFailed("exception_not_raised", f"{fail_call.name} accepted {IMPOSSIBLE_DATE}")
+                raise ItemRejected("exception_not_raised", f"{fail_call.name} accepted {IMPOSSIBLE_DATE}")
             error_text = str(errors[0].get("error", "an error")) if isinstance(errors[0], dict) else "an error"
-            agent.say(f"The service refused that request ({error_text.splitlines()[0][:160]}). "
-                      f"{IMPOSSIBLE_DATE} is not a valid date: which date did you mean?",
-                      ["agent_inform_user", "agent_seek_information"], ["agent_function_calling"])
+            agent.say(f"The service refused that request: {_plain_error(error_text)}. Which date did you mean "
+                      f"instead of {IMPOSSIBLE_DATE}?", ["agent_inform_user", "agent_seek_information"],
+                      ["agent_function_calling"])
             agent.say_user(f"Sorry, I meant {_mentioned(query, iso) or iso}.")
         agent.call_step(step)
         turn_acts = ["agent_function_calling"]
     last = plan.calls[-1][-1]
-    answer = f"I found {describe_result(agent.outputs.get(last.label))}."
+    result = agent.outputs.get(last.label)
+    found = describe_result(result)
+    answer = f"I found {found}."
     if "overfilled_parameters" in complexities:
         answer += " I could not take your other wishes into account: the services do not offer that choice."
     agent.say(answer, ["agent_inform_user"], turn_acts)
+    said = answer
 
-    # --- after the answer
+    # --- after the answer: a question about a detail, more of the first result while the
+    # scenario wants more turns, then one goodbye (never the same goodbye twice)
     if "follow_up" in complexities:
-        asked = _follow_up_field(agent.outputs.get(last.label))
+        asked = _follow_up_field(result, said)
         if asked is None:
-            raise SimulationFailed("nothing_to_follow_up", f"{last.name}'s response has no plain field to ask about")
-        key, value = asked
-        agent.say_user(f"What is the {_spoken(key)} of the first one?")
-        agent.say(f"The {_spoken(key)} of the first one is {value}.", ["agent_inform_user"], [])
-    closings = list(CLOSINGS)
-    rng.shuffle(closings)
-    while sum(1 for message in agent.messages if message["role"] == "user") < scenario.min_turns:
-        if not closings:
+            raise ItemRejected("nothing_to_follow_up", f"{last.name}'s response has no plain field to ask about")
+        key, value, in_list = asked
+        if in_list:
+            agent.say_user(f"What is the {_spoken(key)} of the first one?")
+            reply = f"The {_spoken(key)} of the first one is {_say_value(value)}."
+        else:
+            agent.say_user(f"What is its {_spoken(key)}?")
+            reply = f"Its {_spoken(key)} is {_say_value(value)}."
+        agent.say(reply, ["agent_inform_user"], [])
+        said += " " + reply
+    while sum(1 for message in agent.messages if message["role"] == "user") < scenario.min_turns - 1:
+        more = _more_about(result, said)
+        if more is None:
             break
-        user_text, agent_text = closings.pop()
-        agent.say_user(user_text)
-        agent.say(agent_text, ["agent_other"], [])
+        agent.say_user(more[0])
+        agent.say(more[1], ["agent_inform_user"], [])
+        said += " " + more[1]
+    user_text, agent_text = CLOSINGS[rng.randrange(len(CLOSINGS))] if found != NOTHING_FOUND else EMPTY_CLOSING
+    agent.say_user(user_text)
+    agent.say(agent_text, ["agent_other"], [])
     user_turns = sum(1 for message in agent.messages if message["role"] == "user")
     if user_turns > max_turns:
-        raise SimulationFailed("turn_cap", f"{user_turns} user turns, over the cap of {max_turns}")
+        raise ItemRejected("turn_cap", f"{user_turns} user turns, over the cap of {max_turns}")
     return DraftedConversation(agent.messages, agent.failed, plan.query)

@@ -29,7 +29,7 @@ from fcbench.checks.constraints import PICKS_META, PickRulesError, PickSpec, loa
 from fcbench.stage import DRAFTS, pipeline_catalog
 from fcbench.environments import Environment
 from fcbench.environments.from_config import environment_for
-from fcbench.errors import UserError
+from fcbench.errors import ItemRejected, UserError
 from fcbench.json_values import json_leaves_with_paths
 from fcbench.formats import read_samples
 from fcbench.jsonl import StagedFile, iter_json_lines
@@ -41,8 +41,9 @@ from fcbench.sample import Call, Provenance, Sample, Tool, path_shape, sample_to
 from fcbench.checks.validate import validate_record
 from generate.stage1.graph_sampler import (DEFAULT_PHRASES, DraftRequest, FeedGraph, PhraseBook, PlanFailed, ToolSubset,
                                     build_feed_graph, cross_domain_flags, propose_draft, sample_tool_subset, tool_domain)
-from generate.common import PROMPTS, in_windows, parse_query, value_pools_path
+from generate.common import PROMPTS, in_windows, user_query_parser, value_pools_path
 from generate.slots import ValuePools, load_value_pools
+from fcbench.stage import PipelineContext, StageSummary
 
 QUERY_PROMPT = PROMPTS / "stage1_query.txt"
 SOLVE_PROMPT = PROMPTS / "stage1_solve.txt"
@@ -79,13 +80,6 @@ class Stage1Result:
     @property
     def rejects(self) -> list[dict[str, Any]]:
         return [line.value for line in iter_json_lines(self.rejects_path) if line.error is None]
-
-
-@dataclass
-class _Reject(Exception):
-    reason: str
-    detail: str
-    raw: str | None = None
 
 
 # --------------------------------------------------------------------------------- the stage
@@ -244,16 +238,22 @@ def _offline_outcome(pipeline: PipelineConfig, index: int, subset: ToolSubset, t
         except PlanFailed as exc:
             failures[str(exc)] += 1
             continue
-        if proposed.query in seen_queries:
+        plan = plan_key(proposed.calls)
+        if proposed.query in seen_queries or plan in seen_queries:
             failures["the query repeats an earlier draft"] += 1
             continue
-        seen_queries.add(proposed.query)
+        seen_queries |= {proposed.query, plan}
         journeys.update(proposed.journeys)
         return _offline_sample(pipeline, index, subset, offered, proposed.query, proposed.calls, phrases_file,
                                attempt + 1, proposed.picks)
     return {"id": draft_id(pipeline, index), "reason": "stage1.no_executable_path",
             "detail": f"{MAX_ATTEMPTS} attempts; most frequent problem: {failures.most_common(1)[0][0]}",
             "goals": list(subset.goals), "sampled_tools": list(subset.tools)}
+
+
+def plan_key(calls: Sequence[Sequence[Call]]) -> str:
+    """What a draft asks for, whatever its words: two drafts with the same calls are one request."""
+    return json.dumps([[(call.name, call.arguments) for call in step] for step in calls], sort_keys=True, default=str)
 
 
 def _draft_domain(tools: Sequence[Tool], calls: Sequence[Sequence[Call]]) -> str | list[str]:
@@ -324,10 +324,10 @@ class LLMDrafter:
         try:
             query = await self._write_query(index, offered)
             calls, final_text, failed = await self._solve(index, query, offered)
-        except _Reject as reject:
+        except ItemRejected as reject:
             record = {"id": sample_id, "reason": reject.reason, "detail": reject.detail, "sampled_tools": list(subset.tools)}
-            if reject.raw is not None:
-                record["raw"] = reject.raw
+            if reject.raw_text is not None:
+                record["raw"] = reject.raw_text
             return record
         query_prompt, solve_prompt = self.prompts
         return Sample(
@@ -351,9 +351,9 @@ class LLMDrafter:
         text = prompt.render(tools=specs, min_calls=str(min(3, max(2, len(offered)))))
         request = ChatRequest(messages=[{"role": "user", "content": text}], response_format={"type": "json_object"},
                               sample_index=index, prompt_hash=prompt.sha256)
-        outcome = await self.client.complete(request, parse_query)
+        outcome = await self.client.complete(request, user_query_parser(offered))
         if isinstance(outcome, LLMRejection):
-            raise _Reject("stage1.unusable_query", outcome.reason, outcome.raw_text)
+            raise ItemRejected("stage1.unusable_query", outcome.reason, outcome.raw_text)
         return outcome.parsed
 
     async def _solve(self, index: int, query: str, offered: Sequence[Tool]) -> tuple[list[list[Call]], str, list[str]]:
@@ -371,14 +371,14 @@ class LLMDrafter:
             request = ChatRequest(messages=list(messages), tools=specs, sample_index=index, prompt_hash=prompt.sha256)
             outcome = await self.client.complete(request)
             if isinstance(outcome, LLMRejection):
-                raise _Reject("stage1.llm_failed", outcome.reason, outcome.raw_text)
+                raise ItemRejected("stage1.llm_failed", outcome.reason, outcome.raw_text)
             completion = outcome.completion
             if not completion.tool_calls:
                 if not steps:
-                    raise _Reject("stage1.no_calls", "the model answered without calling a tool", completion.raw_text)
+                    raise ItemRejected("stage1.no_calls", "the model answered without calling a tool", completion.raw_text)
                 return steps, completion.content or "", failed
             if turn == max_steps:
-                raise _Reject("stage1.max_steps", f"still calling tools after max_steps={max_steps} steps",
+                raise ItemRejected("stage1.max_steps", f"still calling tools after max_steps={max_steps} steps",
                               completion.raw_text)
             planned = [(call, _tool_arguments(call, names)) for call in completion.tool_calls]
             outcomes = self.environment.call_step([(call.name, arguments) for call, arguments in planned])
@@ -399,15 +399,15 @@ class LLMDrafter:
 
 def _tool_arguments(call: Any, names: set[str]) -> dict[str, Any]:
     if call.name not in names:
-        raise _Reject("stage1.unknown_tool", f"the model called {call.name!r}, which is not among the offered tools",
+        raise ItemRejected("stage1.unknown_tool", f"the model called {call.name!r}, which is not among the offered tools",
                       json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False))
     try:
         arguments = json.loads(call.arguments or "{}")
     except json.JSONDecodeError as exc:
-        raise _Reject("stage1.bad_tool_arguments", f"{call.name}: arguments are not JSON ({exc.msg})",
+        raise ItemRejected("stage1.bad_tool_arguments", f"{call.name}: arguments are not JSON ({exc.msg})",
                       call.arguments) from None
     if not isinstance(arguments, dict):
-        raise _Reject("stage1.bad_tool_arguments", f"{call.name}: arguments are not a JSON object", call.arguments)
+        raise ItemRejected("stage1.bad_tool_arguments", f"{call.name}: arguments are not a JSON object", call.arguments)
     return arguments
 
 
@@ -455,3 +455,11 @@ def reference_earlier_outputs(steps: list[list[Call]], query: str) -> list[list[
         rewritten.append(new_step)
         seen.extend((call.label, list(json_leaves_with_paths(call.response))) for call in step)
     return rewritten
+
+
+def run(ctx: PipelineContext, settings: Any = None) -> StageSummary:
+    """The stage contract (fcbench.stage): drafts by the LLM, or by the graph sampler when the
+    pipeline or this run is offline."""
+    offline = not ctx.uses_llm or ctx.config.stages.stage1.offline
+    result = run_stage1(ctx.config, offline=offline, force=ctx.force)
+    return StageSummary.of("stage1", result.summary, report=result)

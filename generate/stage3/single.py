@@ -37,7 +37,7 @@ from fcbench.config import FilterConfig, PipelineConfig
 from fcbench.checks.constraints import PICKS_META, first_entries, pick_problems, repoint
 from fcbench.environments import Environment
 from fcbench.environments.from_config import environment_for
-from fcbench.errors import UserError
+from fcbench.errors import ItemRejected, UserError
 from fcbench.environments.execution import execute_gold_path
 from fcbench.checks.verdicts import audit_verdict, static_verdict
 from fcbench.formats import Rejected, read_samples
@@ -51,6 +51,7 @@ from fcbench.llm.prompts import PromptFile
 from fcbench.runtime.output_guard import finish_summary, place_guarded
 from fcbench.runtime.progress import StageProgress, lines_in, progress_of
 from generate.common import PROMPTS, in_windows, parse_query, value_pools_path
+from fcbench.stage import PipelineContext, StageSummary, input_of
 
 REWRITE_PROMPT = PROMPTS / "stage3_rewrite.txt"
 FILL_PROMPT = PROMPTS / "stage3_fill.txt"
@@ -88,13 +89,6 @@ class Stage3Result:
         return [line.value for line in iter_json_lines(self.rejects_path) if line.error is None]
 
 
-class VariantRejected(Exception):
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(f"{reason}: {detail}")
-        self.reason = reason
-        self.detail = detail
-
-
 # ------------------------------------------------------------------------------- the checks
 def _normalised(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().lower()
@@ -118,22 +112,22 @@ def repeat_problem(template: Sample, variant: Sample, accepted: Sequence[Sample]
 def check_variant(template: Sample, variant: Sample, accepted: Sequence[Sample], pools: ValuePools | None,
                   environment: Environment, settings: FilterConfig,
                   template_slots: TemplateSlots | None = None) -> Sample:
-    """The executed variant (responses filled in), or `VariantRejected` with the first problem.
+    """The executed variant (responses filled in), or `ItemRejected` with the first problem.
     Cheapest first; the format, execution, grounding and gold audit checks are the filter's own
     (the variant's provenance map is checked against its new query and path)."""
     repeated = repeat_problem(template, variant, accepted)
     if repeated:
-        raise VariantRejected(*repeated)
+        raise ItemRejected(*repeated)
     if pools is not None:
         dropped = slot_value_problem(template_slots or template, variant, pools)
         if dropped:
-            raise VariantRejected("stage3.dropped_slot_value", dropped)
+            raise ItemRejected("stage3.dropped_slot_value", dropped)
     shape = static_verdict(variant, settings.model_copy(update={"grounding": "report"}))
     if not shape.kept:
-        raise VariantRejected(shape.reason or "format.invalid", shape.detail or "")
+        raise ItemRejected(shape.reason or "format.invalid", shape.detail or "")
     try:
         result = _executed(variant, environment)
-    except VariantRejected as rejected:
+    except ItemRejected as rejected:
         if rejected.reason != "execution.bad_reference" or not variant.meta.get(PICKS_META):
             raise
         result = _executed(first_entries(variant), environment)  # the picked entry is past the end of a shorter list
@@ -146,10 +140,10 @@ def check_variant(template: Sample, variant: Sample, accepted: Sequence[Sample],
         result = _executed(moved, environment)
     problems = pick_problems(result.sample)
     if problems:
-        raise VariantRejected("stage3.pick_not_unique", problems[0])
+        raise ItemRejected("stage3.pick_not_unique", problems[0])
     grounded = audit_verdict(result.sample, static_verdict(result.sample, settings), settings)
     if not grounded.kept:
-        raise VariantRejected(grounded.reason or "grounding.ungrounded_value", grounded.detail or "")
+        raise ItemRejected(grounded.reason or "grounding.ungrounded_value", grounded.detail or "")
     return result.sample
 
 
@@ -159,7 +153,7 @@ def _executed(variant: Sample, environment: Environment) -> Any:
         failed = result.failure
         reason = failed.outcome.reason.value if failed and failed.outcome.reason else "not_run"
         where = f"{failed.label} ({failed.name}): {failed.outcome.error}" if failed else "the path did not run"
-        raise VariantRejected(f"execution.{reason}", where)
+        raise ItemRejected(f"execution.{reason}", where)
     return result
 
 
@@ -261,12 +255,12 @@ def slot_variants(template: Sample, pools: ValuePools, count: int, seed: int, fi
                 if fill == "annotators":
                     repeated = repeat_problem(template, variant, outcome.candidates)
                     if repeated:
-                        raise VariantRejected(*repeated)
+                        raise ItemRejected(*repeated)
                     kept = variant
                 else:
                     kept = check_variant(template, variant, outcome.candidates, pools, environment, settings,
                                          template_slots)
-            except VariantRejected as problem:
+            except ItemRejected as problem:
                 outcome.rejects.append(_reject(variant_id, template, problem.reason, problem.detail, variant, draw=draw))
                 continue
             outcome.candidates.append(kept)
@@ -467,13 +461,13 @@ class LLMGeneralizer:
                 if result.meta["stage3"].get("needs_arguments"):
                     repeated = repeat_problem(template, result, outcome.candidates)
                     if repeated:
-                        raise VariantRejected(*repeated)
+                        raise ItemRejected(*repeated)
                     kept = result
                 else:
                     assert self.environment is not None
                     kept = check_variant(template, result, outcome.candidates, self.pools, self.environment,
                                          self.pipeline.stages.filter)
-            except VariantRejected as problem:
+            except ItemRejected as problem:
                 outcome.rejects.append(_reject(variant_id, template, problem.reason, problem.detail, result))
                 continue
             outcome.candidates.append(kept)
@@ -539,3 +533,8 @@ def _run_llm(pipeline: PipelineConfig, templates: Iterable[Sample], total: int, 
 
     return asyncio.run(run_all())
 
+
+def run(ctx: PipelineContext, settings: Any = None) -> StageSummary:
+    """The stage contract (fcbench.stage): variants of each template (`--input`: other templates)."""
+    result = run_stage3(ctx.config, offline=not ctx.uses_llm, from_file=input_of(settings), force=ctx.force)
+    return StageSummary.of("stage3", result.summary, report=result)

@@ -27,10 +27,12 @@ from fcbench.cli import app
 from ls_helpers import read_lines, write_drafts, write_pipeline
 from ls_fixtures import drafts, studio, travel_environment, travel_tools  # noqa: F401 (pytest fixtures)
 
-CHECK_WITHIN_S = 5.0  # the promise: the annotator sees the verdict within seconds
+# A generous deadline for an outcome, never a duration asserted: how fast a verdict reaches the
+# annotator is measured in bench/annotation_ui.py, not here (a loaded machine is slow, not wrong).
+DEADLINE_S = 60.0
 
 
-def _wait(probe: Callable[[], Any], timeout: float = CHECK_WITHIN_S) -> tuple[Any, float]:
+def _wait(probe: Callable[[], Any], timeout: float = DEADLINE_S) -> tuple[Any, float]:
     started = time.monotonic()
     while True:
         value = probe()
@@ -203,7 +205,7 @@ def test_webhook_checks_like_pull_sends_broken_work_back_and_loses_nothing(studi
         views = raw_request(studio.client, "GET", "api/dm/views/", params={"project": junior.project_id}).json()
         assert "tasks:data.variant_html" in next(item for item in views if item["data"]["title"] == VIEW_TITLE)[
             "data"]["hiddenColumns"]["explore"]
-        hooked, _ = _wait(lambda: studio.client.webhooks.list(project=junior.project_id), timeout=15)
+        hooked, _ = _wait(lambda: studio.client.webhooks.list(project=junior.project_id), timeout=DEADLINE_S)
         assert [hook.url for hook in hooked] == [receiver["url"]]
         junior_task = studio.client.tasks.get(id=str(junior.task_ids[0]))
         unfilled = studio.client.annotations.create(id=junior_task.id, lead_time=2.0, result=[
@@ -218,9 +220,8 @@ def test_webhook_checks_like_pull_sends_broken_work_back_and_loses_nothing(studi
         assert stopped.exit_code == 0 and "stopped" in stopped.stdout
         # switched off on the way out: nothing is sent to a port another program may take later
         assert [hook.is_active for hook in studio.client.webhooks.list(project=pushed.project_id)] == [False]
-        began = time.monotonic()
         unchecked = _annotate(studio, tasks["two-cities"], tasks["two-cities"].data["path_json"], "accept")
-        assert time.monotonic() - began < 5  # Label Studio's 1 s timeout, refused at once here
+        assert unchecked.id  # saved although the hook's receiver is gone (Label Studio gives up on it)
         time.sleep(1)
         assert _check_of(studio, tasks["two-cities"].id, unchecked.id) is None
         final = run_stage2_pull(pipeline, connection=studio.connection)
@@ -237,7 +238,7 @@ def test_webhook_checks_like_pull_sends_broken_work_back_and_loses_nothing(studi
         hooks = studio.client.webhooks.list(project=pushed.project_id)
         assert [(hook.url, hook.is_active) for hook in hooks] == [(again["url"], True)]
         # and it catches up on what was annotated while it was down
-        caught, waited = _wait(lambda: _check_of(studio, tasks["two-cities"].id, unchecked.id), timeout=15)
+        caught, waited = _wait(lambda: _check_of(studio, tasks["two-cities"].id, unchecked.id), timeout=DEADLINE_S)
         assert caught is not None and caught["verdict"] == "passes", waited
     finally:
         runner.invoke(app, ["studio", "webhook", "hook", *cli, "--stop"])
@@ -279,7 +280,7 @@ def test_a_sent_back_task_comes_back_in_label_all_tasks_and_is_released_once_fix
             assert "hotels-paris" in shown
             page.get_by_text("accept").first.click()  # the draft as shown is right after all
             page.get_by_test_id("bottombar-submit-button").click()
-            resubmitted, _ = _wait(lambda: len(_task(studio, task.id)["annotations"]) == 3, timeout=30)
+            resubmitted, _ = _wait(lambda: len(_task(studio, task.id)["annotations"]) == 3, timeout=DEADLINE_S)
             assert resubmitted  # the broken annotation, the marker, and the new one: nothing lost
         finally:
             browser.close()

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from fcbench.config import ConfigError, PipelinesFile, load_pipelines
+from fcbench.errors import ConfigError
+from fcbench.config import PipelinesFile, load_pipelines
 from fcbench.errors import UserError
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,9 +1,10 @@
 """`stage2 pull --from-export` on the bundled Label Studio export of annotated travel drafts.
 
 datasets/travel/annotations/stage2_export.json is a real snapshot export (Label Studio 1.23.2) of
-six stage2 tasks made from datasets/travel drafts and annotated through the API: one accepted by
-two seniors, one query rewritten, one argument added with four ambiguous entries deleted, one with
-broken path JSON, one skipped, one not annotated yet. No server is needed to pull it.
+six stage2 tasks made from datasets/travel drafts and annotated through the API by two senior
+annotators (datasets/travel/annotate_stage2.py): one accepted by both, one query rewritten, one
+argument added with four ambiguous entries deleted, one with broken path JSON, one skipped, one not
+annotated yet. No server is needed to pull it. Task and user ids are the server's own.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def test_bundled_export_pulls_into_checked_templates(tmp_path) -> None:
         "the path JSON is not valid JSON: Expecting property name enclosed in double quotes at line 3 column 76"]
     files = Stage2Files.in_dir(pipeline.build_dir)
     templates = {row["id"]: row for row in read_lines(files.templates)}
-    assert list(templates) == ["travel-draft-0009", "travel-draft-0013", "travel-draft-0030"]
+    assert list(templates) == ["travel-draft-0013", "travel-draft-0009", "travel-draft-0030"]  # in task order
     taxi = templates["travel-draft-0013"]
     assert taxi["messages"][-1]["content"].startswith("Find taxi offers from Central Park to LaGuardia")
     rooms = templates["travel-draft-0030"]
@@ -39,7 +40,9 @@ def test_bundled_export_pulls_into_checked_templates(tmp_path) -> None:
     assert rooms["calls"][2][0]["response"]["data"]["currency"] == "GBP"  # executed by the travel tools
     assert [entry["dest_id"] for entry in rooms["calls"][0][0]["response"]["data"]] == ["-2004001"]
     assert rooms["meta"]["label_studio"]["notes"] == "Rooms in GBP like the hotels; only the city matches 'Paris'."
-    assert rooms["provenance"]["stage"] == "stage2" and rooms["provenance"]["label_studio_task_id"] == 25021
+    exported = {task["data"]["sample_id"]: task for task in json.loads(EXPORT.read_text())}
+    assert rooms["provenance"]["stage"] == "stage2" \
+        and rooms["provenance"]["label_studio_task_id"] == exported["travel-draft-0030"]["id"]
     qa = json.loads(files.qa.read_text())
     assert qa["summary"]["queries_rewritten"] == 1 and qa["summary"]["entries_deleted"] == 4
     assert qa["summary"]["samples_by_error_type"]["param_missing"] == 1
@@ -53,8 +56,10 @@ def test_bundled_export_pulls_into_checked_templates(tmp_path) -> None:
     assert rooms_qa["ambiguity_warnings"] == ["var_2.dest_id", "var_2.search_type"]
     assert rooms_qa["ambiguities_removed"] == [{"key": "var_2.dest_id", "reason": "4 entries of var_1.data deleted"},
                                                {"key": "var_2.search_type", "reason": "4 entries of var_1.data deleted"}]
-    assert qa["agreements"] == [{"label_studio_task_id": 25019, "id": "travel-draft-0009", "annotators": ["user 4", "user 3"],
-                                 "call_agreement": 1.0, "exact_path": True, "same_query": True}]
+    seniors = [f"user {annotation['completed_by']}" for annotation in reversed(exported["travel-draft-0009"]["annotations"])]
+    assert len(set(seniors)) == 2
+    assert qa["agreements"] == [{"label_studio_task_id": exported["travel-draft-0009"]["id"], "id": "travel-draft-0009",
+                                 "annotators": seniors, "call_agreement": 1.0, "exact_path": True, "same_query": True}]
     rejects = read_lines(files.rejects)
     assert [(row["id"], row["reason"]) for row in rejects] == [("travel-draft-0002", "bad_json"),
                                                               ("travel-draft-0019", "cancelled")]
@@ -106,7 +111,10 @@ def test_annotations_of_other_drafts_are_refused_as_stale_unless_allowed(tmp_pat
     drafts = Stage2Files.in_dir(pipeline.build_dir).drafts
     drafts.parent.mkdir(parents=True, exist_ok=True)
     # the drafts the export's tasks were made from, then another stage1 run's version of them
-    lines = [sample_to_dict(draft_of(task["data"])) for task in json.loads(EXPORT.read_text())]
+    from annotate.exchange.shared import annotation_catalog
+
+    catalog = annotation_catalog(pipeline)  # the tasks carry the catalog's tools by hash
+    lines = [sample_to_dict(draft_of(task["data"], catalog)) for task in json.loads(EXPORT.read_text())]
     for line in lines:
         if line["id"] == "travel-draft-0013":
             line["messages"][-1]["content"] += " (asked again by another stage1 run)"
@@ -131,16 +139,17 @@ def _amadeus_pipeline(tmp_path):
 
 
 def test_the_amadeus_export_raises_no_warning_on_drafts_accepted_without_disambiguation(tmp_path) -> None:
-    """Issue 15: the old panel raised 2-11 warnings on each of these drafts although every pick is
-    named in the query ("locationId the second result"); the annotators deleted no entry."""
+    """Issue 15: the old panel raised 2-11 warnings on each amadeus draft although every pick is
+    named in the query ("the second location", "the first hotel in MAD"); the annotators deleted
+    no entry, and neither the push nor the pull raises one."""
     pipeline = _amadeus_pipeline(tmp_path)
     export = REPO / "datasets" / "amadeus" / "annotations" / "stage2_export.json"
     shown_at_push = sum(len(task["data"]["ambiguity"]) for task in json.loads(export.read_text()))
     report = run_stage2_pull(pipeline, from_export=export)
-    assert report.counts["gold"] == 14
+    assert report.counts["gold"] == 16
     warnings = json.loads(Stage2Files.in_dir(pipeline.build_dir).qa.read_text())["summary"]["ambiguity_warnings"]
-    assert shown_at_push > 30  # what the export's tasks carried, made by the previous rule
-    assert (warnings["samples"], warnings["warnings"], warnings["ambiguities"]) == (14, 0, 0)
+    assert shown_at_push == 0  # what the export's tasks carried, made by the current rule
+    assert (warnings["samples"], warnings["warnings"], warnings["ambiguities"]) == (16, 0, 0)
     assert warnings["precision"] is None and warnings["recall"] is None  # nothing raised, nothing to find
 
 
@@ -156,12 +165,12 @@ def test_tasks_carrying_tools_by_catalog_hash_are_checked_for_staleness_too(tmp_
     tasks = json.loads(export.read_text())
     catalog = annotation_catalog(pipeline)
     lines = [sample_to_dict(draft_of(task["data"], catalog)) for task in tasks]
-    changed = lines[1]["id"]  # (the first task's annotator rejected the draft: not gold anyway)
+    changed = lines[1]["id"]
     lines[1]["messages"][-1]["content"] += " (asked again by another stage1 run)"
     drafts = Stage2Files.in_dir(pipeline.build_dir).drafts
     drafts.parent.mkdir(parents=True, exist_ok=True)
     drafts.write_text("".join(json.dumps(line) + "\n" for line in lines))
     report = run_stage2_pull(pipeline, from_export=export)
-    assert report.reasons.get("stale_draft") == 1 and report.counts["gold"] == 13
+    assert report.reasons.get("stale_draft") == 1 and report.counts["gold"] == 15
     stale = [row for row in read_lines(Stage2Files.in_dir(pipeline.build_dir).rejects) if row["reason"] == "stale_draft"]
     assert [row["id"] for row in stale] == [changed]

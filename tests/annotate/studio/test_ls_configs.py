@@ -6,7 +6,8 @@ import xml.etree.ElementTree as ElementTree
 
 import pytest
 
-from annotate.studio.label_configs import (JUNIOR, QA_REVIEW, SENIOR, SPECS, ConfigError, contract_problems, load_config,
+from fcbench.errors import ConfigError
+from annotate.studio.label_configs import (JUNIOR, QA_REVIEW, SENIOR, SPECS, contract_problems, load_config,
                               sdk_problems, validate_config)
 from annotate.tasks.error_types import DraftError
 

@@ -18,7 +18,7 @@ from fcbench.config import load_pipelines
 from fcbench.environments.execution import execute_gold_path
 from fcbench.environments.python_env import PythonEnvironment
 from fcbench.llm.mock_server import MockLLMServer
-from fcbench.pipeline.run import run_filter_stage
+from fcbench.filter.single import run_filter_stage
 from fcbench.sample import Call, Sample, sample_to_dict
 
 REPO = Path(__file__).resolve().parents[3]

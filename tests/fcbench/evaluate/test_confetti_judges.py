@@ -11,7 +11,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from typer.testing import CliRunner
 from fcbench.cli import app
 from fcbench.evaluate.judges_confetti import read_dialog_acts, read_validity
 from fcbench.llm.client import ParseError
+from held_responder import HoldAfter
 from fcbench.llm.mock_server import MockLLMServer, last_user_text
 
 REPO = Path(__file__).resolve().parents[3]
@@ -267,7 +267,10 @@ def test_a_killed_run_then_a_rerun_gives_the_clean_runs_result_paying_each_verdi
     with MockLLMServer(responder=ScriptedJudge(fixed)) as server:
         clean = json.loads(score(*llm_args(server, tmp_path / "clean.sqlite"), "--json").stdout)
     cache = tmp_path / "killed.sqlite"
-    with MockLLMServer(responder=ScriptedJudge(fixed), latency_ms=300) as server:
+    # the judge answers three questions and holds the fourth: the run is killed there, mid-way,
+    # however slow the machine (no timer to race)
+    judge = HoldAfter(ScriptedJudge(fixed), answered=3)
+    with MockLLMServer(responder=judge) as server:
         pipelines = tmp_path / "pipelines.yaml"
         pipelines.write_text("pipelines:\n  bench:\n    dataset_dir: data\n    seed: 1\n"
                              f"    llm: {{model: judge-model, base_url: '{server.base_url}', concurrency: 1}}\n")
@@ -275,16 +278,15 @@ def test_a_killed_run_then_a_rerun_gives_the_clean_runs_result_paying_each_verdi
                    str(GOLD), "--from", "confetti", "--predictions", str(PREDICTIONS), "--pipeline", "bench",
                    "--file", str(pipelines), "--judge-cache", str(cache)]
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while server.stats.chat_requests < 3 and time.monotonic() < deadline and process.poll() is None:
-            time.sleep(0.02)
+        assert judge.wait_until_held(alive=lambda: process.poll() is None)
         process.send_signal(signal.SIGKILL)
-        process.wait(timeout=10)
-        before_kill = server.stats.chat_requests
-        assert 3 <= before_kill < 7
+        process.wait(timeout=60)
+        before_kill = judge.seen
+        assert before_kill == 4  # three answered, one in flight
+        judge.release()
         rerun = score("--pipeline", "bench", "--file", str(pipelines), "--judge-cache", str(cache), "--json")
         assert rerun.exit_code == 0, rerun.output
-        resent = server.stats.chat_requests - before_kill
+        resent = judge.seen - before_kill  # the rerun's requests (the held one, released, was counted at the kill)
     # the answers stored before the kill are not paid again (at most the one in flight is re-sent)
     assert 7 - before_kill <= resent <= 7 - before_kill + 1
     assert json.loads(rerun.stdout)["items"] == clean["items"]

@@ -37,6 +37,7 @@ from fcbench.evaluate.runner import (
     tool_call_ids,
 )
 from fcbench.llm.client import Completion, ToolCall
+from held_responder import HoldAfter
 from fcbench.llm.mock_server import MockLLMServer
 
 REPO = Path(__file__).resolve().parents[3]
@@ -307,21 +308,26 @@ def test_resume_after_sigkill_gives_the_same_scores_and_resends_nothing_finished
     clean_scores = (clean_dir / "data" / "build" / "eval" / SLUG / "scores.json").read_text()
 
     model = ScriptedModel(samples, perfect)
+    # the model answers the first sample's five turns and holds the next request: the run is killed
+    # there, after the first trajectory is written, however slow the machine (no timer to race)
+    held = HoldAfter(model, answered=5)
     trajectories = killed_dir / "data" / "build" / "eval" / SLUG / "trajectories.jsonl"
-    with MockLLMServer(responder=model, latency_ms=150) as server:
+    with MockLLMServer(responder=held) as server:
         process = subprocess.Popen([executable, "evaluate", "bench", "--file", str(killed_pipelines), "--model", MODEL,
                                     "--base-url", server.base_url, "--input", str(canonical_input), "--json"],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        assert held.wait_until_held(alive=lambda: process.poll() is None)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if trajectories.is_file() and trajectories.read_text(encoding="utf-8").count("\n") >= 1:
                 break
             time.sleep(0.02)
         os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
-        first_run = model.counts()
+        process.wait(timeout=60)
+        first_run = model.counts()  # before the release: the held request never reached the model
+        held.release()
         assert first_run["Cross-12"] == 5  # the first sample finished before the kill
-        assert sum(first_run.values()) < 10  # and the run did not
+        assert sum(first_run.values()) == 5  # and the run did not
         finished_before_kill = {line["id"] for line in read_lines(trajectories)}
         assert "Cross-12" in finished_before_kill and len(finished_before_kill) < 3
 

@@ -127,7 +127,7 @@ def test_an_unknown_metric_lists_the_available_ones_and_an_empty_file_is_an_erro
     predictions.write_text("")
     unknown = runner.invoke(app, ["score", "--metric", "bleu", "--predictions", str(predictions)])
     assert unknown.exit_code == 1
-    assert "unknown metric 'bleu', available: bfcl, nestful, callnavi, complexeval, confetti" in unknown.stderr
+    assert "unknown metric 'bleu', available: bfcl, callnavi, nestful, complexeval, confetti" in unknown.stderr
     empty = runner.invoke(app, ["score", "--metric", "nestful", "--predictions", str(predictions)])
     assert empty.exit_code == 1 and "no predictions in the file" in empty.stderr
 

@@ -37,12 +37,14 @@ def test_each_failure_gets_its_reason_and_the_summary_counts_them(tmp_path):
     outcome = {reject["sample"]["id"]: (reject["category"], reject["reason"]) for reject in rejects if reject["sample"]}
     assert outcome == {k: v for k, v in EXPECTED.items() if v[0] != "passed"}
     broken = [reject for reject in rejects if reject["sample"] is None]
-    assert len(broken) == 1 and broken[0]["reason"] == "format.schema" and ":13" in broken[0]["id"]
+    assert len(broken) == 1 and broken[0]["reason"] == "format.schema" and ":14" in broken[0]["id"]
     assert all(reject["detail"] for reject in rejects)  # every reject says what exactly
 
-    assert summary["total"] == 13
-    assert summary["counts"] == {"passed": 2, "failed_format": 6, "failed_grounding": 1, "failed_gold": 0,
+    assert summary["total"] == 14
+    assert summary["counts"] == {"passed": 2, "failed_format": 6, "failed_text": 1, "failed_grounding": 1, "failed_gold": 0,
                                  "failed_execution": 1, "failed_reproduction": 3}
+    text = next(reject for reject in rejects if reject["reason"] == "text.joined_clauses")
+    assert text["detail"] == "joined_clauses: 'then and' ('then' runs into 'and')"
     assert summary["reasons"]["format.schema"] == 1 and summary["reasons"]["execution.tool_error"] == 1
     assert json.loads((build / "filter.summary.json").read_text())["counts"] == summary["counts"]
     assert not (build / "filter.journal.jsonl").exists()
@@ -128,14 +130,14 @@ def test_a_killed_filter_resumes_to_the_same_files_as_a_clean_run(tmp_path):
 
 def test_the_filter_reads_the_junior_filled_candidates_when_annotators_fill_stage3(tmp_path):
     from fcbench.config import load_pipelines
-    from fcbench.pipeline.run import filter_input_path
+    from fcbench.stage import filter_input
 
     pipelines = tmp_path / "pipelines.yaml"
     pipelines.write_text("pipelines:\n  a:\n    dataset_dir: a\n    stages: {stage3: {fill: annotators}}\n"
                          "  b:\n    dataset_dir: b\n    stages: {stage3: {fill: llm}}\n")
     config = load_pipelines(pipelines)
-    assert filter_input_path(config.get_pipeline("a")).name == "candidates.filled.jsonl"
-    assert filter_input_path(config.get_pipeline("b")).name == "candidates.jsonl"
+    assert filter_input(config.get_pipeline("a")).path.name == "candidates.filled.jsonl"
+    assert filter_input(config.get_pipeline("b")).path.name == "candidates.jsonl"
 
 
 def test_an_undecided_semantic_check_rejects_and_is_decided_again_on_a_rerun(tmp_path):

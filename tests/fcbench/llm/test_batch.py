@@ -147,10 +147,12 @@ _CLIENT = textwrap.dedent("""
 
 def test_a_run_killed_while_its_batch_runs_resumes_that_batch_and_submits_nothing_again(tmp_path: Path) -> None:
     cache_path = tmp_path / "cache.db"
-    with MockLLMServer(batch_processing_s=1.5) as server:
+    # the batch stays "in progress" until the child is killed (no timer to race on a loaded machine),
+    # then completes at the re-run's first poll
+    with MockLLMServer(batch_processing_s=3600) as server:
         child = subprocess.Popen([sys.executable, "-c", _CLIENT, server.base_url, str(cache_path)],
                                  env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])})
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         recorded = 0
         while time.monotonic() < deadline and not recorded:
             time.sleep(0.05)
@@ -163,6 +165,7 @@ def test_a_run_killed_while_its_batch_runs_resumes_that_batch_and_submits_nothin
         child.send_signal(signal.SIGKILL)
         child.wait()
         assert recorded == 1 and server.batches.stats()["batches"] == 1  # killed while its batch ran
+        server.batches.processing_s = 0.0
         with RequestCache(cache_path) as cache:
             assert len(cache) == 0  # nothing was answered before the kill
             outcomes, summary = run(batch_config(server), asks(12), cache)

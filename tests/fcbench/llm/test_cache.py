@@ -19,6 +19,7 @@ import pytest
 from fcbench.config import LLMConfig
 from fcbench.llm.cache import RequestCache, cache_key, canonical_json
 from fcbench.llm.client import ChatRequest, LLMClient
+from held_responder import HoldAfter
 from fcbench.llm.mock_server import MockLLMServer
 
 REPO = Path(__file__).resolve().parents[3]
@@ -107,33 +108,36 @@ asyncio.run(main())
 
 
 def test_a_run_killed_midway_resends_only_the_unanswered_requests(tmp_path: Path) -> None:
-    path, total = tmp_path / "llm.db", 80  # 2 s of work: the kill lands well before the end
+    path, total = tmp_path / "llm.db", 80
     environment = {**os.environ, "PYTHONPATH": str(REPO)}
-    with MockLLMServer(latency_ms=100) as server:
+    # the server answers twelve requests and holds the rest: the kill lands mid-run however slow
+    # the machine, with exactly the twelve answers stored
+    held = HoldAfter(lambda body, call_index: None, answered=12)
+    with MockLLMServer(responder=held) as server:
         client = subprocess.Popen([sys.executable, "-c", CLIENT, server.base_url, str(path), str(total)],
                                   env=environment, stdout=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 30
+        assert held.wait_until_held(alive=lambda: client.poll() is None)
+        deadline = time.monotonic() + 60
         answered = 0
         while answered < 12 and time.monotonic() < deadline:
             time.sleep(0.02)
-            if path.exists():
-                with sqlite3.connect(path) as reader:
-                    try:
-                        answered = reader.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
-                    except sqlite3.OperationalError:  # the table is not created yet
-                        answered = 0
+            with sqlite3.connect(path) as reader:
+                try:
+                    answered = reader.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+                except sqlite3.OperationalError:  # the table is not created yet
+                    answered = 0
         client.send_signal(signal.SIGKILL)
-        client.wait(timeout=10)
+        client.wait(timeout=60)
         client.stdout.close()
-        time.sleep(0.3)  # requests already written by the killed client may still be arriving
-        with RequestCache(path) as cache:
-            kept = len(cache)
-        before = served(server)
-        assert 12 <= kept < total
+        held.release()
+    with RequestCache(path) as cache:
+        kept = len(cache)
+    assert kept == 12
+    with MockLLMServer() as server:  # a fresh server counts the re-run's requests alone
         rerun = subprocess.run([sys.executable, "-c", CLIENT, server.base_url, str(path), str(total)],
-                               env=environment, capture_output=True, text=True, timeout=60)
+                               env=environment, capture_output=True, text=True, timeout=120)
         assert rerun.returncode == 0, rerun.stderr
-        resent = served(server) - before
+        resent = served(server)
     assert resent == total - kept == int(rerun.stdout.strip())
     with RequestCache(path) as cache:
         assert len(cache) == total

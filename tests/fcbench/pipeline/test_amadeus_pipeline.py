@@ -42,7 +42,7 @@ def test_run_amadeus_offline_from_a_clean_copy(tmp_path):
               (root / "datasets" / "amadeus" / "build" / "drafts.jsonl").read_text().splitlines()}
     export = json.loads((root / "datasets" / "amadeus" / "annotations" / "stage2_export.json").read_text())
     for draft in drafts.values():  # stage1 writes the phrase file's path relative to the repository it runs from
-        draft["provenance"]["prompt_file"] = "generate/prompts/graph_sampler_phrases.txt"
+        draft["provenance"]["prompt_file"] = "datasets/amadeus/phrases.txt"
     assert all(content_hash(drafts[task["data"]["sample_id"]]) == task["data"]["draft_hash"] for task in export)
     assert run["stages"]["stage2"]["counts"]["gold"] >= 10  # the annotators' work, from the bundled export
     assert run["stages"]["filter"]["counts"]["passed"] >= 20 and not run["stages"]["filter"]["reasons"]
@@ -57,7 +57,8 @@ def test_run_amadeus_offline_from_a_clean_copy(tmp_path):
                   for ref in re.findall(r"\$var_\d+\.[^$]+\$", json.dumps(call["arguments"]))}
     # links read through nested lists and objects of the real answers
     assert any(re.search(r"\.data\[\d\]\.geoCode\.latitude\$", ref) for ref in references)
-    assert any(re.search(r"\.data\[\d\]\.iataCode\$", ref) for ref in references)
+    assert any(re.search(r"\.data\[\d\]\.id\$", ref) for ref in references)  # a location, a point of interest
+    assert any(re.search(r"\.data\[\d\]\.offers\[\d\]\.id\$", ref) for ref in references)  # an offer priced
     assert any(re.search(r"\.data\[\d\]\.hotelId\$", ref) for ref in references)
     hotel_lists = [call["arguments"]["hotelIds"] for sample in samples for step in sample["calls"] for call in step
                    if call["name"] in ("getMultiHotelOffers", "getSentimentsByHotelIds")]

@@ -8,6 +8,8 @@ export, converted to CONFETTI and compared with the published files."""
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections import Counter
 from pathlib import Path
 
@@ -21,17 +23,21 @@ from annotate.tasks.problems import ProblemCode
 from annotate.tasks.single import choices_result
 from fcbench.catalog import load_tools_file
 from fcbench.cli import app
-from fcbench.config import ConfigError, ConversationConfig, load_pipelines
+from fcbench.errors import ConfigError
+from fcbench.config import ConversationConfig, load_pipelines
+from fcbench.checks.derivation import dates_spelled_in
 from fcbench.conversation import (DIALOG_ACTS, agent_turns, calls_from_messages, conversation_stats,
                                   function_calling_samples,
                                   response_quality_samples, user_turns)
+from fcbench.export.conversation import export_conversations
 from fcbench.filter.conversation import filter_conversations
 from fcbench.environments.python_env import PythonEnvironment
 from fcbench.formats import read_samples
 from fcbench.pipeline.run import run_stage
 from fcbench.formats.parquet_rows import row_to_sample
 from fcbench.sample import Sample
-from generate.stage1.simulator import SimulationFailed, plan_for, simulate
+from fcbench.errors import ItemRejected
+from generate.stage1.simulator import plan_for, simulate
 from generate.stage1.graph_sampler import DEFAULT_PHRASES, PhraseBook, build_feed_graph
 from generate.stage1.scenarios import complexity_plan, offered_tools, sample_scenarios
 from generate.slots import load_value_pools
@@ -165,14 +171,14 @@ def test_a_simulator_past_the_turn_cap_is_rejected_and_goal_switching_is_not_fak
             plan = plan_for(scenario, graph, pools, phrases, environment, offered, f"cap:{attempt}", 6)
             simulate(scenario, plan, environment, f"cap:{attempt}", max_turns=10)
             break
-        except SimulationFailed:
+        except ItemRejected:
             plan = None
     assert plan is not None
-    with pytest.raises(SimulationFailed) as capped:
+    with pytest.raises(ItemRejected) as capped:
         simulate(scenario, plan, environment, "cap", max_turns=1)
     assert capped.value.reason == "turn_cap"
     switching = scenario.model_copy(update={"complexities": ["goal_switching"]})
-    with pytest.raises(SimulationFailed) as unsupported:
+    with pytest.raises(ItemRejected) as unsupported:
         simulate(switching, plan, environment, "x", max_turns=10)
     assert unsupported.value.reason == "offline_unsupported"
 
@@ -270,10 +276,23 @@ def test_filter_regrounds_turn_by_turn_and_re_executes_in_order(drafted, environ
     tool_message["content"] = json.dumps({"data": []})
     tampered.calls = calls_from_messages(tampered.messages)
     late.calls = calls_from_messages(late.messages)
-    summary = filter_conversations([good, late, tampered], environment, pipeline.stages.filter, tmp_path, "test")
+    # the goal correction's call made with the date the user took back
+    corrected = next(d for d in drafts if d.meta["conversation"]["scenario"]["complexities"] == ["goal_correction"])
+    taken_back = corrected.model_copy(deep=True, update={"id": "taken_back"})
+    question = next(m["content"] for m in taken_back.messages if m["role"] == "assistant" and "you said" in (m["content"] or ""))
+    answer = taken_back.messages[taken_back.messages.index(next(m for m in taken_back.messages if m.get("content") == question)) + 1]
+    (wrong,), (right,) = dates_spelled_in(question), dates_spelled_in(answer["content"])
+    for message in taken_back.messages:
+        for call in message.get("tool_calls") or []:
+            call["function"]["arguments"] = call["function"]["arguments"].replace(f'"{right}"', f'"{wrong}"')
+    taken_back.calls = calls_from_messages(taken_back.messages)
+    assert json.dumps(taken_back.messages) != json.dumps(corrected.messages)
+    summary = filter_conversations([good, late, tampered, taken_back], environment, pipeline.stages.filter, tmp_path, "test")
     assert summary.counts["passed"] == 1
     rejects = {json.loads(line)["id"]: json.loads(line) for line in (tmp_path / "validated.rejects.jsonl").read_text().splitlines()}
-    assert rejects["late"]["reason"] == "grounding.ungrounded_value"
+    assert rejects["late"]["reason"] == "turn.stated_later"  # the value is said, but only after the call
+    assert "the user states it only after the call" in rejects["late"]["detail"]
+    assert rejects["taken_back"]["reason"] == "turn.superseded"  # the call uses the date the user corrected
     assert rejects["tampered"]["reason"] == "reproduction.response_mismatch"
     assert [json.loads(line)["id"] for line in (tmp_path / "validated.jsonl").read_text().splitlines()] == [good.id]
 
@@ -328,6 +347,19 @@ def test_bundled_travel_chat_builds_offline_into_both_confetti_sets(tmp_path):
                 if set_name == "response_quality":
                     assert sample.dialog_acts
     assert set(by_split) == {"train", "test"} and not by_split["train"] & by_split["test"]  # never across
+    # the one Parquet writer (fcbench.export.parquet): the export folder as a plain mkdir makes it
+    # (not mkdtemp's 0700), and shards cut at `shard_bytes` as the single export cuts them
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(export.stat().st_mode) == 0o777 & ~umask
+    small = load_pipelines(tmp_path / "pipelines.yaml").get_pipeline("travel-chat")
+    small.stages.export.shard_bytes = 5_000
+    resharded = export_conversations(build / "validated.jsonl", tmp_path / "resharded", small)
+    shards = sorted((tmp_path / "resharded" / "export" / "function_calling").glob("test-*.parquet"))
+    assert len(shards) == resharded.splits["test"]["function_calling"]["shards"] > 1
+    assert shards[0].name == f"test-00000-of-{len(shards):05d}.parquet"
+    assert sum(pq.read_metadata(shard).num_rows for shard in shards) == sum(
+        pq.read_metadata(shard).num_rows for shard in (export / "function_calling").glob("test-*.parquet"))
     card = (export / "README.md").read_text()
     for figure in ("| conversations |", "| user turns |", "avg. turns per conversation", "avg. calls per calling turn",
                    "avg. APIs available per turn", "`agent_seek_information`", "config_name: response_quality"):

@@ -239,11 +239,8 @@ def test_json_repair_gives_up_cleanly():
 # Registry
 
 
-def test_metric_families_are_registered_by_name():
-    from fcbench.score import METRIC_FAMILIES, UnknownMetricFamily, metric_family
+def test_callnavi_metrics_are_registered_by_name():
+    from fcbench.score import METRICS
 
-    assert metric_family("callnavi") is score_callnavi
-    assert metric_family("callnavi_election_stability")(list("AAABC")) == 0.5
-    assert {"bfcl_ast", "call_match", "callnavi", "callnavi_levenshtein_stability"} <= set(METRIC_FAMILIES)
-    with pytest.raises(UnknownMetricFamily, match="known: bfcl_ast"):
-        metric_family("nope")
+    assert METRICS.get("callnavi").score is score_callnavi
+    assert METRICS.get("callnavi_election_stability").score(list("AAABC")) == 0.5

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from fcbench.environments.recorded import UNKNOWN_CALL_RESPONSE, RecordedEnvironment, RecordedStore
 from fcbench.formats import Rejected, read_samples
 from fcbench.sample import Call, Sample, Tool
-from fcbench.score import metric_family
+from fcbench.score import METRICS
 from fcbench.score.complexeval import (
     COMPLEXFUNCBENCH_OPTIONAL_FUNCTIONS,
     ERROR_TYPES,
@@ -268,7 +268,7 @@ def test_report_shape_counts_errors_by_sample_and_by_domain() -> None:
         {"id": car.id, "turns": with_arguments(car, 0, currency_code="EUR") + ["done"]},
         {"id": "Attraction-99", "turns": ["nothing"]},
     ]
-    report = metric_family("complexeval")(_samples(), lines)
+    report = METRICS.get("complexeval").score(_samples(), lines)
     summary = report.summary
     assert summary["n"] == 3
     assert summary["success_rate"] == pytest.approx(1 / 3)

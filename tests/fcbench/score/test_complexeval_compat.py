@@ -28,7 +28,8 @@ from fcbench.score.complexeval_compat import (
     run_compat_trajectory,
     score_compat,
 )
-from fcbench.score.matching import JudgeError, MatchLayer
+from fcbench.errors import JudgeError
+from fcbench.score.matching import MatchLayer
 
 EXAMPLE = REPO / "datasets" / "complexfuncbench-example" / "trips.jsonl"
 TEXT = "Here is what I found."

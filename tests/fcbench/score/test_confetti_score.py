@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fcbench.sample import Sample
-from fcbench.score import metric_family
+from fcbench.score import METRICS
 from fcbench.score.confetti import (
     ConfettiOptions,
     PredictionError,
@@ -67,7 +67,7 @@ def scored(sample: Sample, line: dict[str, Any], **kwargs: Any) -> dict[str, Any
 
 def test_function_calling_set_gold_scores_one_on_every_metric() -> None:
     samples = _calls_set()
-    report = metric_family("confetti")(samples, [prediction_from_sample(s) for s in samples])
+    report = METRICS.get("confetti").score(samples, [prediction_from_sample(s) for s in samples])
     summary = report.summary
     assert summary["n"] == summary["n_ast"] == 506
     assert summary["ast_soft_accuracy"] == 1.0 and summary["ast_exact_accuracy"] == 1.0
@@ -245,10 +245,10 @@ def test_a_renamed_function_never_scores(sample_id: str, suffix: str) -> None:
 
 
 def test_a_classifier_or_judge_without_a_verdict_makes_a_judge_error_not_a_guess() -> None:
-    from fcbench.score.confetti import NoVerdict
+    from fcbench.errors import JudgeError
 
     def undecided(*_: Any) -> Any:
-        raise NoVerdict("judge_error: unparseable")
+        raise JudgeError("judge_error: unparseable")
 
     first = item(_acts_set(), "dialogacts_0")
     line = {**perturbed(first, to="bob@example.com"), "response": "Done."}

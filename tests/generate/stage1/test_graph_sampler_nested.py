@@ -55,3 +55,48 @@ def test_a_list_parameter_reads_one_nested_entry_and_the_path_is_grounded():
     assert ungrounded_values(sample) == []  # a literal id found deep in an earlier answer is grounded
     sample.calls[1][0].arguments["hotelIds"] = ["NOTSEEN1"]
     assert [u.parameter for u in ungrounded_values(sample)] == ["hotelIds"]
+
+
+# ---------------------------------------------------------------- feeds on the Amadeus descriptions
+def _amadeus_graph():
+    from pathlib import Path
+
+    from fcbench.catalog import load_tools_file
+    from generate.slots import load_value_pools
+
+    here = Path(__file__).resolve().parents[3] / "datasets" / "amadeus"
+    return build_feed_graph(load_tools_file(here / "tools.json"), load_value_pools(here / "value_pools.json"))
+
+
+def _sources(graph, tool: str, parameter: str) -> dict[str, str]:
+    group = next(g for g in graph.groups.get(tool, []) if parameter in g.parameters)
+    return {source: group.fields_from(source)[parameter].text() for source in group.sources()}
+
+
+def test_an_id_feeds_only_the_resource_it_identifies():
+    """Issue 26's wrong gold: a point of interest's id read as an airport's location id, a flight
+    offer's id priced as a hotel offer. The answers link each entry to itself: the link must be the
+    reader's resource (`/reference-data/locations/{locationId}`, one path segment)."""
+    graph = _amadeus_graph()
+    assert _sources(graph, "getAirportCity", "locationId") == {"getAirportCitySearch": "data[].id"}
+    assert _sources(graph, "getOfferPricing", "offerId") == {"getMultiHotelOffers": "data[].offers[].id"}
+    assert set(_sources(graph, "getPointOfInterest", "poisId")) == {"getPointsOfInterest", "getPointsOfInterestBySquare"}
+    assert set(_sources(graph, "GETActivity", "activityId")) == {"ListActivities", "ListActivitiesBySquare"}
+
+
+def test_a_bare_code_feeds_nothing_and_flights_take_the_codes_a_traveller_types():
+    graph = _amadeus_graph()
+    # the transfer's start and the flight's ends come from the value pools, not from a vehicle's `code`
+    # or a rate family's `code` (nor from a lookup a model could skip: PAR looked up gives MUC in the mock)
+    assert not graph.groups.get("getTransferOffers") and not graph.groups.get("getFlightOffers")
+    assert "getFlightOffers" not in graph.goals()
+
+
+def test_example_answers_lead_where_the_schema_disagrees():
+    from generate.stage1.graph_sampler import response_fields
+
+    returns = {"type": "object", "properties": {"data": {"type": "object", "properties": {"offers": {
+        "type": "array", "items": {"type": "object", "properties": {"id": {"type": "string"}}}}}}},
+        "examples": [{"data": [{"offers": [{"id": "TSXOJ6LFQ2"}]}]}]}
+    texts = [field.text() for field in response_fields(returns)]
+    assert texts.index("data[].offers[].id") < texts.index("data.offers[].id")  # the real answer's shape first

@@ -297,3 +297,22 @@ def test_reference_earlier_outputs_leaves_stated_values():
     rewritten = reference_earlier_outputs(steps, "flights from Paris for 3 people")
     assert rewritten[1][0].arguments == {"id": "$a.data[0].id$", "n": 3, "q": "Paris"}
     assert re.fullmatch(r"\$a\.data\[0\]\.id\$", rewritten[1][0].arguments["id"])
+
+
+def test_an_llm_query_in_the_apis_words_is_asked_again_then_kept_only_as_a_users(tmp_path, flights_only, environment):
+    """The LLM path's query must read as a user's (the text lint, with the offered tools): a
+    query written with the API's codes is asked again; the re-written one is the draft's."""
+    codes = "Find flights from SYD.CITY to LON.CITY on June 12, 2025 in PREMIUM_ECONOMY, then show me the first offer."
+
+    def model(body: dict[str, Any], call_index: int) -> dict[str, Any]:
+        if not body.get("tools") and body.get("seed", 0) % 1000 == 0:
+            return {"content": json.dumps({"query": codes})}  # the first answer: the API's spelling
+        return scripted({**body, "seed": 0}, call_index)
+
+    with MockLLMServer(responder=model) as server:
+        pipeline = write_pipeline(tmp_path, queries=1, offline=False, llm_url=server.base_url, tools_file=flights_only,
+                                  cross_domain_ratio=0.0, pools=False)
+        result = run_stage1(pipeline, environment=environment)
+    (draft,) = result.drafts
+    assert draft.messages == [{"role": "user", "content": QUERY}]
+    assert result.summary["llm"]["requests_sent"] == 1 + 1 + 4  # the refused query, the user's one, the path

@@ -27,7 +27,8 @@ from fcbench.checks.validate import validate_record
 from fcbench.llm.mock_server import MockLLMServer
 from generate.slots import detect_slot_instances, load_value_pools, substitute_slots, user_query
 from generate.stage1.single import run_stage1
-from generate.stage3.single import VariantRejected, check_variant, make_variant, run_stage3
+from fcbench.errors import ItemRejected
+from generate.stage3.single import check_variant, make_variant, run_stage3
 
 REPO = Path(__file__).resolve().parents[3]
 TRAVEL = REPO / "datasets" / "travel"
@@ -135,12 +136,12 @@ def test_repeats_and_dropped_slot_values_are_rejected(templates_file, environmen
     assert "response" in executed.calls[-1][-1].model_fields_set
 
     same_query = make_variant(template, 2, user_query(template), good.calls, "test", 1, {})
-    with pytest.raises(VariantRejected) as repeated:
+    with pytest.raises(ItemRejected) as repeated:
         check_variant(template, same_query, [executed], POOLS, environment, GROUNDING)
     assert repeated.value.reason == "stage3.duplicate_query" and "the template" in repeated.value.detail
 
     same_arguments = make_variant(template, 3, good.query + " Thanks!", good.calls, "test", 1, {})
-    with pytest.raises(VariantRejected) as twice:
+    with pytest.raises(ItemRejected) as twice:
         check_variant(template, same_arguments, [executed], POOLS, environment, GROUNDING)
     assert twice.value.reason == "stage3.duplicate_arguments" and template.id + "-v1" in twice.value.detail
 
@@ -148,7 +149,7 @@ def test_repeats_and_dropped_slot_values_are_rejected(templates_file, environmen
     moved = next(new["query"] for slot, _, new in good.changed if slot == "city")
     third = next(v["query"] for v in POOLS.slots["city"].values if v["query"] not in good.query)
     dropped = make_variant(template, 4, good.query.replace(moved, third), good.calls, "test", 1, {})
-    with pytest.raises(VariantRejected) as lost:
+    with pytest.raises(ItemRejected) as lost:
         check_variant(template, dropped, [], POOLS, environment, GROUNDING)
     assert lost.value.reason == "stage3.dropped_slot_value"
     assert moved in lost.value.detail and "does not state" in lost.value.detail
