@@ -301,7 +301,7 @@ def measure(pipeline_name: str, per_kind: int, seed: int) -> tuple[dict[tuple[st
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pipelines", nargs="+", default=["travel", "travel-full"])
+    parser.add_argument("--pipelines", nargs="+", default=["travel", "amadeus", "travel-full"])
     parser.add_argument("--per-kind", type=int, default=200, help="corrupted samples per kind, pipeline and mode")
     parser.add_argument("--seed", type=int, default=26)
     parser.add_argument("--json", type=Path, help="also write every figure to this file")

@@ -208,6 +208,9 @@ class ExportConfig(_Config):
     formats: list[str] = Field(default_factory=lambda: ["parquet"])
     task_categories: list[str] = Field(default_factory=lambda: ["text-generation"])  # dataset card metadata
     tags: list[str] = Field(default_factory=lambda: ["function-calling", "tool-use"])
+    # a file of hand-checked samples (fcbench.export.handcheck): the card states the error rate
+    # measured on its held-out part for this pipeline's build
+    handcheck: str | None = None
 
     @field_validator("ratios")
     @classmethod

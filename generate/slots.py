@@ -423,6 +423,11 @@ def substitute_slots(sample: Sample, pools: ValuePools, rng: random.Random,
                         return Substitution(query, sample.calls, [], problem=(
                             "stage3.underivable", f"{site.label}.{argument}: {source.describe()} cannot say "
                                                   f"{json.dumps(new.get(field_name), ensure_ascii=False)}"))
+                    trimmed = _without_neighbours(query, span.start, span.end, text)
+                    if trimmed != text and rule == "enum.words" and said_in_words \
+                            and said_in_words[-1][:2] == (site.label, argument):  # its words, as now said
+                        said_in_words[-1] = (site.label, argument, trimmed.lower(), said_in_words[-1][3])
+                    text = trimmed
                     edit = SpanEdit(span.start, span.end, text)
                     if edits.get(span.key(), edit) != edit:
                         return Substitution(query, sample.calls, [], problem=(
@@ -460,6 +465,19 @@ def substitute_slots(sample: Sample, pools: ValuePools, rng: random.Random,
     calls = [[Call(label=call.label, name=call.name, arguments=call.arguments) for call in step]
              for step in recomputed.calls]
     return Substitution(new_query, calls, changed, moved, dependent)
+
+
+def _without_neighbours(query: str, start: int, end: int, text: str) -> str:
+    """The pool's words less a word the query already says beside the span: "business class"
+    written where "economy" stood in "flying economy class" is "business" (never "business class
+    class")."""
+    after = re.match(r"\s+([A-Za-z]+)\b", query[end:])
+    if after and " " in text and text.lower().endswith(" " + after.group(1).lower()):
+        text = text[:-len(after.group(1)) - 1]
+    before = re.search(r"\b([A-Za-z]+)\s+$", query[:start])
+    if before and " " in text and text.lower().startswith(before.group(1).lower() + " "):
+        text = text[len(before.group(1)) + 1:]
+    return text
 
 
 def _with_query(messages: list[dict[str, Any]], query: str) -> list[dict[str, Any]]:

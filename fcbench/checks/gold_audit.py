@@ -220,11 +220,13 @@ def _resolved(sample: Sample) -> dict[str, str]:
 
 def _stem(word: str) -> str:
     word = word.lower()
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"  # activities -> activity
     return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
 def tool_words(name: str) -> set[str]:
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name).replace("_", " ").replace("-", " ")
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1 \2", name)).replace("_", " ").replace("-", " ")
     return {_stem(word) for word in spaced.split() if word.lower() not in _TOOL_STOPWORDS}
 
 
@@ -308,9 +310,15 @@ def unserved_problems(sample: Sample, provenance: Provenance) -> list[GoldProble
         lasting = fact.rule != "duration" or query[max(0, fact.start - 4):fact.start].lower() == "for "
         if fact.value is not None and countable and lasting and fact.rule != "unit" and free(fact.start, fact.end):
             problems.append(GoldProblem("gold.unserved_request", f"the query says {fact.text!r} and no call uses it"))
+    said = {query[left:right].lower() for left, right in used}
     for pattern in (_ORDINAL_PHRASE, _LITERAL_DATE_OR_TIME):
         for match in pattern.finditer(query):
-            if free(match.start(), match.end()):
+            # the same words again name the same thing ("the third hotel near the first point of
+            # interest", after the first point of interest was asked about)
+            # "of the first search" says which list another phrase picks from: no entry of its own
+            naming_a_search = pattern is _ORDINAL_PHRASE and match.group(0).lower().endswith((" search", " searches"))
+            if free(match.start(), match.end()) and not naming_a_search \
+                    and not (pattern is _ORDINAL_PHRASE and match.group(0).lower() in said):
                 problems.append(GoldProblem("gold.unserved_request", f"the query says {match.group(0)!r} and no call uses it"))
     called = {call.name for call in sample.all_calls()}
     called_words = {word for name in called for word in tool_words(name)}

@@ -267,6 +267,7 @@ class _QueryReading:
         if value not in members and value not in self.enum_vocabulary:
             return []
         said = list(dict.fromkeys([enum_words(value), *self.enum_vocabulary.get(value, ())]))
+        said += [_plural(words) for words in said if words.isalpha()]  # "the airports matching PAR": AIRPORT
         found = []
         for words in said:
             if len(words) <= 2 or words.lower() == value.lower():
@@ -407,35 +408,47 @@ def entry_choices(sample: Sample, call: Call, reference_text: str, responses: Ma
         if pick is not None:
             places = picks_at.get(pick, [])
             choices.append(EntryChoice(list_path, part, size, "pick", query_spans(query, *places[0]) if places else None, pick))
-        elif size == 1:
-            choices.append(EntryChoice(list_path, part, size, "single"))
-        elif size is not None and part < size and _named_entry(entries, part, names):
-            choices.append(EntryChoice(list_path, part, size, "name"))
         else:
-            places = sorted(_ordinal_places(query, part, _list_nouns(list_path, source_call)), key=lambda p: (-p[2], p[0]))
-            rule = "ordinal" if places else "unstated"
-            span = query_spans(query, places[0][0], places[0][1]) if places else None
-            choices.append(EntryChoice(list_path, part, size, rule, span, strength=places[0][2] if places else 0))
+            # "the first activity" of a list with one entry says which, as the ordinal of a longer one does
+            places = _ordinal_places(query, part, _list_nouns(list_path, source_call, entries))
+            places = sorted(places, key=lambda p: (-p[2], -_names_after(query, p[1], names), p[0]))
+            if size == 1:  # its only entry: an ordinal there says so (its words are served), never more
+                choices.append(EntryChoice(list_path, part, size, "single",
+                                           query_spans(query, places[0][0], places[0][1]) if places else None))
+            elif size is not None and size > 1 and part < size and not places and _named_entry(entries, part, names):
+                choices.append(EntryChoice(list_path, part, size, "name"))
+            else:
+                rule = "ordinal" if places else "unstated"
+                span = query_spans(query, places[0][0], places[0][1]) if places else None
+                choices.append(EntryChoice(list_path, part, size, rule, span, strength=places[0][2] if places else 0))
     return choices
 
 
-GENERIC_ENTRY_NOUNS = ("result", "one", "option", "entry", "match")
+def _names_after(query: str, end: int, names: set[str]) -> int:
+    """1 when the words right after an ordinal phrase name the search its list came from ("the
+    second hotel in BCN" for the hotels found in BCN), else 0: two equal phrases, one per list."""
+    after = query[end:end + 40].lower()
+    return int(any(re.match(rf"\s+(?:in|near|matching|at|for|from)\s+{re.escape(name)}\b", after) for name in names))
+
+
+GENERIC_ENTRY_NOUNS = ("result", "one", "option", "entry", "match", "place")
 _TOOL_VERBS = ("get", "search", "list", "find", "detail", "details", "info")
 
 
-def _list_nouns(list_path: Sequence[str | int], source_call: Call | None) -> dict[str, int]:
+def _list_nouns(list_path: Sequence[str | int], source_call: Call | None, entries: Any = None) -> dict[str, int]:
     """What an entry of the list may be called, and how surely: its key's words ("rooms" -> room,
     "flightOffers" -> flight, offer: 3), the thing the tool that answered it finds (its name's last
     noun before "By": Search_Attractions -> attraction, Search_Hotel_Destination -> destination: 2),
-    the tool's other words (hotel: 1), or a generic noun ("the first result": 0)."""
+    the tool's other words (hotel: 1), or a generic noun ("the first result": 0); the entries' own
+    `type` ("location": 3), when they all say the same."""
     nouns = {word: 0 for word in GENERIC_ENTRY_NOUNS}
 
     def words_of(name: str) -> list[str]:
-        spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name).replace("_", " ").replace("-", " ")
+        spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1 \2", name)).replace("_", " ").replace("-", " ")
         return [_singular(word.lower()) for word in spaced.split() if len(word) > 2]
 
     if source_call is not None:
-        found = words_of(source_call.name.split("_By_")[0])
+        found = words_of(re.split(r"_By_|-by-", source_call.name)[0])
         found = [word for word in found if word not in _TOOL_VERBS]
         for word in found:
             nouns[word] = max(nouns.get(word, 0), 1)
@@ -444,7 +457,16 @@ def _list_nouns(list_path: Sequence[str | int], source_call: Call | None) -> dic
     for key in [part for part in list_path if isinstance(part, str)][-1:]:
         for word in words_of(key):
             nouns[word] = 3
+    types = {entry.get("type") for entry in entries} if isinstance(entries, list) and entries and all(
+        isinstance(entry, dict) for entry in entries) else set()
+    if len(types) == 1 and isinstance(next(iter(types)), str):
+        for word in words_of(next(iter(types))):
+            nouns[word] = 3
     return nouns
+
+
+def _plural(word: str) -> str:
+    return word[:-1] + "ies" if word.endswith("y") and word[-2:-1] not in "aeiou" else word + "s"
 
 
 def _singular(word: str) -> str:
@@ -460,8 +482,11 @@ def _ordinal_places(query: str, index: int, nouns: Mapping[str, int]) -> list[tu
     if index >= len(ORDINALS):
         return []
     pattern = re.compile(rf"\bthe {ORDINALS[index]}(?: [a-z-]+)?? ([a-z]+)\b", re.I)
-    return [(match.start(), match.end(), nouns[_singular(match.group(1).lower())]) for match in pattern.finditer(query)
-            if _singular(match.group(1).lower()) in nouns]
+    places = [(match.start(), match.end(), nouns[_singular(match.group(1).lower())]) for match in pattern.finditer(query)
+              if _singular(match.group(1).lower()) in nouns]
+    # "the second of them": the list just named, as generic as "the second result"
+    places += [(match.start(), match.end(), 0) for match in re.finditer(rf"\bthe {ORDINALS[index]} of them\b", query, re.I)]
+    return places
 
 
 def _list_path_text(text: Any) -> tuple[str | int, ...] | None:
@@ -597,7 +622,7 @@ def infer_provenance(sample: Sample, guide: Provenance | None = None,
                 sources[name] = reference_source(sample, call, value, earlier.get(call.label, {}), query, picks_at)
             elif isinstance(value, (list, dict)):
                 sources[name] = _composite(value, reading, earlier.get(call.label, {}), sample, call,
-                                           query, picks_at)
+                                           query, picks_at, schema)
             elif value is None or isinstance(value, bool):
                 sources[name] = ValueSource(kind="default", rule="switch")
             else:
@@ -827,7 +852,10 @@ def _order_key(combo: Sequence[_Candidate]) -> tuple[Any, ...]:
 
 
 def _composite(value: Any, reading: _QueryReading, responses: Mapping[str, Any], sample: Sample, call: Call,
-               query: str, picks_at: Mapping[int, list[tuple[int, int]]]) -> ValueSource:
+               query: str, picks_at: Mapping[int, list[tuple[int, int]]],
+               schema: Mapping[str, Any] | None = None) -> ValueSource:
+    items = (schema or {}).get("items") if isinstance(value, list) else None  # a list of enum members
+    items = items if isinstance(items, dict) else {}
     parts = []
     for _, leaf in json_leaves_with_paths(value):
         if parse_reference(leaf) is not None:
@@ -835,7 +863,7 @@ def _composite(value: Any, reading: _QueryReading, responses: Mapping[str, Any],
         elif leaf is None or isinstance(leaf, bool):
             parts.append(ValueSource(kind="default", rule="switch"))
         else:
-            found = reading.candidates(leaf, {})
+            found = reading.candidates(leaf, items)
             response = _response_candidate(leaf, responses)
             chosen = found[0].source if found else (response.source if response else None)
             parts.append(chosen if chosen is not None else ValueSource(kind="default", rule="unexplained"))
@@ -923,7 +951,8 @@ def source_problem(source: ValueSource, value: Any, schema: Mapping[str, Any], q
         for leaf, part in zip(leaves, source.parts):
             if part.kind == "default" and part.rule == "unexplained":
                 return "not_at_span", f"nothing states {_shown(leaf)}"
-            problem = source_problem(part, leaf, {}, query, responses)
+            items = schema.get("items") if isinstance(value, list) and isinstance(schema.get("items"), dict) else {}
+            problem = source_problem(part, leaf, items, query, responses)
             if problem is not None:
                 return problem
         return None

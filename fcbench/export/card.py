@@ -18,6 +18,7 @@ from typing import Any, Mapping
 import pyarrow as pa
 import yaml
 
+from fcbench.export.handcheck import HOW_MEASURED, HandCheckSummary
 from fcbench.sample import Provenance
 from fcbench.stats.tables import TABLE_COLUMNS, DatasetStats, hardness_lines, table_rows
 
@@ -93,6 +94,7 @@ class CardInfo:
     stage_summaries: Mapping[str, Mapping[str, Any]]  # "filter" -> parsed filter.summary.json
     export_reasons: Mapping[str, int]
     format_warnings: list[str]
+    handcheck: HandCheckSummary | None = None
 
 
 # ------------------------------------------------------------------------------------ front matter
@@ -246,7 +248,19 @@ def _gold_section(info: CardInfo) -> list[str]:
                   f"({provenance.get('recorded', 0)} maps recorded by stage2 and stage3, the others inferred by the "
                   "filter):", ""]
         lines += _counter_table("source", provenance["values_by_kind"], "", unit="values")
-    return lines
+    return lines + handcheck_lines(info.handcheck)
+
+
+def handcheck_lines(check: HandCheckSummary | None) -> list[str]:
+    """The error rate measured by hand on the held-out part of the hand-checked samples."""
+    if check is None:
+        return []
+    rate = check.error_rate
+    said = (f"**{check.held_out_problems} of {check.held_out} held-out samples ({100 * rate:.1f} %) have a problem**"
+            if rate is not None else "no held-out sample of this build was checked: no rate is stated")
+    return ["### Measured error rate", "",
+            f"Hand-checked samples of this build: {check.checked} ({check.problems} with a problem), of which "
+            f"{check.held_out} held out; {said}. How: {HOW_MEASURED}. The verdicts: `{check.source}`.", ""]
 
 
 def _statistics_section(stats: DatasetStats) -> list[str]:
