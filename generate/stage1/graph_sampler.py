@@ -482,9 +482,17 @@ def _choose_source(ctx: DraftContext, tool: str, group: FedGroup, ancestors: set
     # Search_Car_Rentals, not Taxi_Search_Location): a model taking the natural one is not scored
     # on another call that happens to give the same coordinates
     family = _family_words(tool)
-    if all("location" in s.lower() for s in options):  # look-ups only: a search's own results stay free
+    if all(_is_lookup(s) for s in options):  # look-ups only: a search's own results stay free
+        # the reader's own domain first (Location_to_Lat_Long for hotels near a place, not the car
+        # look-up), then its own family within it
+        options = [s for s in options if tool_domain(ctx.graph.tools[s]) == own_domain] or options
         options = [s for s in options if _family_words(s) & family] or options
     return options[ctx.rng.randrange(len(options))]
+
+
+def _is_lookup(name: str) -> bool:
+    lowered = name.lower()
+    return any(word in lowered for word in ("location", "destination", "lat_long"))
 
 
 _NOT_FAMILY = {"search", "get", "list", "find", "location", "details", "by", "coordinates", "destination"}
@@ -901,6 +909,10 @@ def carry_party(ctx: DraftContext) -> None:
                     node = ctx.nodes[index]
                     if name not in node.literals and name in (ctx.graph.tools[node.tool].parameters.get("properties") or {}):
                         node.literals[name] = value
+                        # said in this call's clause too, as its dates are: a party said only for the
+                        # rooms would leave the search's party to a guess
+                        if node.subject is None:
+                            node.optional.append(name)
 
 
 # --------------------------------------------------------------------------- tool subsets
