@@ -265,6 +265,12 @@ class FilterConfig(_Config):
     grounding: Literal["report", "reject"] = "report"  # argument values not grounded in the query
     repeat: int = Field(1, ge=1, le=100)  # executions per candidate, to catch non-deterministic tools
     tolerance: ToleranceConfig = Field(default_factory=ToleranceConfig)
+    # calls that must read an earlier call's output (NESTful's nested calls); a sample with fewer
+    # is rejected as gold.too_few_nested_calls. 0: any path shape is kept
+    min_nested_calls: int = Field(0, ge=0, le=1000)
+    # the gold audit (fcbench/checks/gold_audit.py): reject a path that does not do exactly what
+    # its query asks (reasons gold.*), only note it on the kept sample (report), or skip it (off)
+    gold_audit: Literal["reject", "report", "off"] = "reject"
 
 
 class ExportConfig(_Config):
@@ -279,6 +285,9 @@ class ExportConfig(_Config):
     formats: list[str] = Field(default_factory=lambda: ["parquet"])
     task_categories: list[str] = Field(default_factory=lambda: ["text-generation"])  # dataset card metadata
     tags: list[str] = Field(default_factory=lambda: ["function-calling", "tool-use"])
+    # a file of hand-checked samples (fcbench.export.handcheck): the card states the error rate
+    # measured on its held-out part for this pipeline's build
+    handcheck: str | None = None
     # kind: conversation: at most this many response-quality rows per dialog act and split (label
     # balance); off by default, as the published CONFETTI set, which keeps every agent turn
     max_per_dialog_act: int | None = Field(None, ge=1, le=10_000_000)

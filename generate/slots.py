@@ -24,8 +24,11 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from fcbench.checks.provenance import (QUERY_KINDS, Provenance, SpanEdit, ValueSource, apply_edits, check_provenance,
+                                       infer_provenance, rebase_spans, recompute_values, recorded_provenance)
 from fcbench.checks.query_text import noun_for_count
-from fcbench.argument_paths import get_argument, has_argument, is_argument_path, with_argument
+from fcbench.argument_paths import get_argument, has_argument, is_argument_path
+from fcbench.checks.value_rules import DEPENDENT_RULES, LITERAL, enum_words, write
 from fcbench.errors import UserError
 from fcbench.references import parse_reference
 from fcbench.sample import Call, Sample, user_query  # noqa: F401 (user_query: part of the slot helpers' interface)
@@ -266,17 +269,20 @@ def _is_literal(value: Any) -> bool:
     return value is not None and parse_reference(value) is None and not isinstance(value, (dict, list))
 
 
-def _matching_value(slot: Slot, use: SlotUse, call: Call) -> dict[str, Any] | None:
-    held = {arg: get_argument(call.arguments, arg) for arg in use.arguments}
+def _matching_value(slot: Slot, arguments: dict[str, str], call: Call) -> dict[str, Any] | None:
+    held = {arg: get_argument(call.arguments, arg) for arg in arguments}  # a name or a path into a list argument
     for value in slot.values:
-        if all(held[arg] == value[f] and type(held[arg]) is not bool for arg, f in use.arguments.items()):
+        if all(held[arg] == value[f] and type(held[arg]) is not bool for arg, f in arguments.items()):
             return value
     return None
 
 
-def detect_slot_instances(sample: Sample, pools: ValuePools) -> list[SlotInstance]:
+def detect_slot_instances(sample: Sample, pools: ValuePools, provenance: Provenance | None = None) -> list[SlotInstance]:
     """The slot values the path's literal arguments hold, in path order; calls holding the same
-    value of the same slot share one instance (so they change together)."""
+    value of the same slot share one instance (so they change together). With the template's
+    `provenance`, an argument recomputed from other words (a stay's end said "for a week") is
+    not matched: the hotel's week and the car's three days of one trip are one stay, which starts
+    on the same day."""
     instances: dict[str, SlotInstance] = {}
     for call in sample.all_calls():
         taken: set[str] = set()
@@ -285,7 +291,11 @@ def detect_slot_instances(sample: Sample, pools: ValuePools) -> list[SlotInstanc
             if names & taken or not all(has_argument(call.arguments, name) and _is_literal(get_argument(call.arguments, name))
                                         for name in names):
                 continue
-            value = _matching_value(slot, use, call)
+            matched = {arg: f for arg, f in use.arguments.items()
+                       if not _recomputed(provenance, call.label, arg)}
+            if not matched:
+                continue
+            value = _matching_value(slot, matched, call)
             if value is None:
                 continue
             taken |= names
@@ -295,6 +305,11 @@ def detect_slot_instances(sample: Sample, pools: ValuePools) -> list[SlotInstanc
             if existing is not instance:
                 existing.sites.append(site)
     return list(instances.values())
+
+
+def _recomputed(provenance: Provenance | None, label: str, argument: str) -> bool:
+    source = (provenance or {}).get(label, {}).get(argument)
+    return source is not None and source.rule in DEPENDENT_RULES
 
 
 def stated_spans(query: str, instances: Sequence[SlotInstance]) -> dict[int, list[Span]]:
@@ -322,6 +337,192 @@ class Substitution:
     query: str
     calls: list[list[Call]]
     changed: list[tuple[str, dict[str, Any], dict[str, Any]]]  # (slot, old value, new value)
+    provenance: Provenance | None = None  # the variant's map: the template's, at the new words
+    recomputed: list[tuple[str, str, Any, Any]] = field(default_factory=list)  # dependent values read again
+    problem: tuple[str, str] | None = None  # (reason, detail): this draw cannot be said
+
+
+# rules whose words stage3 rewrites for a new value ("a week" is not a slot: it stays, and the
+# stay's end is recomputed from it and the new start)
+WRITABLE_RULES = frozenset({LITERAL, "date.spelled", "time", "currency", "count.words", "duration", "enum.words"})
+COUNT_NOUNS = {"adult": "adults", "night": "nights", "day": "days", "room": "rooms", "guest": "guests",
+               "person": "people", "traveller": "travellers", "traveler": "travelers", "ticket": "tickets",
+               "child": "children", "week": "weeks", "seat": "seats"}
+
+
+def pool_vocabulary(pools: ValuePools) -> dict[str, list[str]]:
+    """Enum value -> how the pools say it (`words`), for reading a query: "cheapest" for price."""
+    vocabulary: dict[str, list[str]] = {}
+    for slot in pools.slots.values():
+        for value in slot.values:
+            said = value.get(WORDS_FIELD)
+            named = [v for k, v in value.items() if k != WORDS_FIELD and isinstance(v, str)]
+            if isinstance(said, str) and len(named) == 1:
+                vocabulary.setdefault(named[0], [])
+                if said not in vocabulary[named[0]]:
+                    vocabulary[named[0]].append(said)
+    return vocabulary
+
+
+def template_provenance(sample: Sample, pools: ValuePools | None) -> tuple[Provenance | None, str | None]:
+    """The template's recorded map, or one inferred now (a template pulled before maps were
+    recorded); (None, why) when its values cannot all be tied to the query."""
+    try:
+        recorded = recorded_provenance(sample)
+    except ValueError as exc:  # ProvenanceError: a map that cannot be read
+        return None, str(exc)
+    if recorded is not None:
+        problems = check_provenance(sample, recorded)
+        return (recorded, None) if not problems else (None, problems[0].describe())
+    inferred = infer_provenance(sample, enum_vocabulary=pool_vocabulary(pools) if pools is not None else {})
+    if inferred.ungrounded:
+        return None, inferred.ungrounded[0].describe()
+    return inferred.provenance, None
+
+
+def _stated_source(provenance: Provenance, label: str, argument: str) -> ValueSource | None:
+    source = provenance.get(label, {}).get(argument)
+    if source is None or source.kind not in QUERY_KINDS or source.rule not in WRITABLE_RULES or not source.spans:
+        return None
+    if len(source.spans) > 1 and source.rule != LITERAL:
+        return None  # only a name is said in several places
+    return source
+
+
+def substitute_slots(sample: Sample, pools: ValuePools, rng: random.Random,
+                     provenance: Provenance | None = None) -> Substitution:
+    """New values for the slots the query states, written only at the words their provenance
+    names (in the words' own style: "a group of four" -> "the two of us", "5:45 pm" -> "9 am"),
+    then every value with query words as its source read again from the new query: a stay said
+    "for a week starting D" ends 7 days after the new D, a party stated once is the party of every
+    call that reads those words. A word elsewhere in the query that happens to spell an old value
+    is never touched. `provenance`: the template's map (inferred when None). A draw a rule cannot
+    say, or whose words collide, comes back with `problem` set."""
+    query = user_query(sample)
+    if provenance is None:
+        provenance, why = template_provenance(sample, pools)
+        if provenance is None:
+            return Substitution(query, sample.calls, [], problem=("stage3.no_provenance", why or ""))
+    instances = detect_slot_instances(sample, pools, provenance)
+    stated = [instance for instance in instances
+              if any(_stated_source(provenance, site.label, argument) is not None
+                     for site in instance.sites for argument in site.use.arguments)]
+    new_values = choose_new_values(stated, pools, rng)
+    edits: dict[tuple[int, int], SpanEdit] = {}
+    changed = []
+    said_in_words: list[tuple[str, str, str, Any]] = []
+    for instance, new in zip(stated, new_values):
+        for site in instance.sites:
+            for argument, field_name in site.use.arguments.items():
+                source = _stated_source(provenance, site.label, argument)
+                if source is None:
+                    continue  # not said by itself (a default, or recomputed from other words)
+                rule, words = source.rule or LITERAL, None
+                old_words = source.spans[0].text
+                if isinstance(new.get(WORDS_FIELD), str) and (rule == "enum.words" or old_words != str(instance.value.get(field_name))):
+                    # a value said in words ("business class", "cheapest"): the new one in its pool's words
+                    rule, words = "enum.words", new[WORDS_FIELD]
+                    said_in_words.append((site.label, argument, words, new.get(field_name)))
+                elif rule == LITERAL and isinstance(new.get(field_name), str) and "_" in new[field_name] \
+                        and old_words.islower():  # an API code where the query said a word: in words
+                    rule, words = "enum.words", enum_words(new[field_name])
+                    said_in_words.append((site.label, argument, words, new.get(field_name)))
+                for span in source.spans:  # a name said in several places is said anew in each
+                    text = write(rule, new.get(field_name), span.text, words)
+                    if text is None:
+                        return Substitution(query, sample.calls, [], problem=(
+                            "stage3.underivable", f"{site.label}.{argument}: {source.describe()} cannot say "
+                                                  f"{json.dumps(new.get(field_name), ensure_ascii=False)}"))
+                    trimmed = _without_neighbours(query, span.start, span.end, text)
+                    if trimmed != text and rule == "enum.words" and said_in_words \
+                            and said_in_words[-1][:2] == (site.label, argument):  # its words, as now said
+                        said_in_words[-1] = (site.label, argument, trimmed.lower(), said_in_words[-1][3])
+                    text = trimmed
+                    edit = SpanEdit(span.start, span.end, text)
+                    if edits.get(span.key(), edit) != edit:
+                        return Substitution(query, sample.calls, [], problem=(
+                            "stage3.span_conflict", f"{span.text!r} would have to say both "
+                                                    f"{edits[span.key()].text!r} and {text!r}"))
+                    edits[span.key()] = edit
+        changed.append((instance.slot, instance.value, new))
+    edits.update(_noun_agreements(query, list(edits.values()), provenance, sample))
+    new_query = apply_edits(query, list(edits.values()))
+    moved = rebase_spans(provenance, list(edits.values()), new_query)
+    if moved is None:
+        return Substitution(query, sample.calls, [], problem=("stage3.span_conflict", "an edit cuts the words of a source"))
+    for label, argument, words, value in said_in_words:  # the pool's words for the new value, recorded
+        moved[label][argument] = moved[label][argument].model_copy(update={
+            "kind": "derived", "rule": "enum.words", "params": {"words": words, "value": value}})
+    said = sample.model_copy(update={"messages": _with_query(sample.messages, new_query)})
+    recomputed = recompute_values(said, moved)
+    if recomputed.problems:
+        first = recomputed.problems[0]
+        return Substitution(query, sample.calls, [], problem=("stage3.underivable", first.describe()))
+    for instance, new in zip(stated, new_values):  # each new value must read back from its words
+        for site in instance.sites:
+            call = next(c for step in recomputed.calls for c in step if c.label == site.label)
+            for argument, field_name in site.use.arguments.items():
+                source = _stated_source(provenance, site.label, argument)
+                if source is not None and call.arguments.get(argument) != new.get(field_name):
+                    return Substitution(query, sample.calls, [], problem=(
+                        "stage3.underivable", f"{site.label}.{argument}: the words written for "
+                                              f"{json.dumps(new.get(field_name))} read back as "
+                                              f"{json.dumps(call.arguments.get(argument))}"))
+    stated_labels = {(site.label, argument) for instance in stated for site in instance.sites
+                     for argument in site.use.arguments}
+    dependent = [item for item in recomputed.changed if (item[0], item[1]) not in stated_labels
+                 or _stated_source(provenance, item[0], item[1]) is None]
+    calls = [[Call(label=call.label, name=call.name, arguments=call.arguments) for call in step]
+             for step in recomputed.calls]
+    return Substitution(new_query, calls, changed, moved, dependent)
+
+
+def _without_neighbours(query: str, start: int, end: int, text: str) -> str:
+    """The pool's words less a word the query already says beside the span: "business class"
+    written where "economy" stood in "flying economy class" is "business" (never "business class
+    class")."""
+    after = re.match(r"\s+([A-Za-z]+)\b", query[end:])
+    if after and " " in text and text.lower().endswith(" " + after.group(1).lower()):
+        text = text[:-len(after.group(1)) - 1]
+    before = re.search(r"\b([A-Za-z]+)\s+$", query[:start])
+    if before and " " in text and text.lower().startswith(before.group(1).lower() + " "):
+        text = text[len(before.group(1)) + 1:]
+    return text
+
+
+def _with_query(messages: list[dict[str, Any]], query: str) -> list[dict[str, Any]]:
+    updated = [dict(message) for message in messages]
+    for message in reversed(updated):
+        if message.get("role") == "user":
+            message["content"] = query
+            return updated
+    return updated + [{"role": "user", "content": query}]
+
+
+def _noun_agreements(query: str, edits: Sequence[SpanEdit], provenance: Provenance,
+                     sample: Sample) -> dict[tuple[int, int], SpanEdit]:
+    """A count written as digits keeps its noun in the right number ("for 2 adults" -> "for 1
+    adult", never "for 1 adults"): the noun after it is edited too (its own edit, next to the
+    count's, so no source's words are cut)."""
+    spans = [span.key() for arguments in provenance.values() for source in arguments.values() for span in source.spans]
+    found = {}
+    for edit in edits:
+        text = edit.text.strip()
+        if not re.fullmatch(r"\d+", text):
+            continue
+        match = re.match(r"(\s+)([A-Za-z]+)\b", query[edit.end:])
+        if match is None:
+            continue
+        noun = match.group(2)
+        singular = next((one for one, many in COUNT_NOUNS.items() if noun.lower() in (one, many)), None)
+        if singular is None:
+            continue
+        wanted = singular if int(text) == 1 else COUNT_NOUNS[singular]
+        wanted = wanted.capitalize() if noun[:1].isupper() else wanted
+        start = edit.end + len(match.group(1))
+        if wanted != noun and not any(s < start + len(noun) and start < e for s, e in spans):
+            found[(start, start + len(noun))] = SpanEdit(start, start + len(noun), wanted)
+    return found
 
 
 def _group_mapping(instances: Sequence[SlotInstance], pools: ValuePools, rng: random.Random) -> dict[str, str]:
@@ -362,62 +563,39 @@ def _fields_key(value: dict[str, Any], fields: Sequence[str]) -> str:
     return json.dumps([value.get(f) for f in fields if f != WORDS_FIELD], default=str)
 
 
-def substitute_slots(sample: Sample, pools: ValuePools, rng: random.Random) -> Substitution:
-    """Replace every slot value the query states, in the query and in each argument holding it.
-    Values the query does not state are left alone: changing them would make the query and the
-    arguments disagree."""
-    query = user_query(sample)
-    instances = detect_slot_instances(sample, pools)
-    spans = stated_spans(query, instances)
-    stated = [instance for index, instance in enumerate(instances) if index in spans]
-    new_values = choose_new_values(stated, pools, rng)
-    edits: list[tuple[Span, str]] = []
-    by_label: dict[str, dict[str, Any]] = {}
-    changed = []
-    for instance, new in zip(stated, new_values):
-        index = instances.index(instance)
-        for span in spans[index]:
-            value = new.get(span.field, "")
-            following = agree_following_noun(query, span.end, value)
-            if following is not None:  # the noun after a count changes with it
-                span = Span(span.start, following[0], span.field, span.style)
-            edits.append((span, render_like(span, value, query[span.start:span.end]) + (following[1] if following else "")))
-        for site in instance.sites:
-            updates = by_label.setdefault(site.label, {})
-            updates.update({arg: new[f] for arg, f in site.use.arguments.items()})
-        changed.append((instance.slot, instance.value, new))
-    for span, text in sorted(edits, key=lambda edit: -edit[0].start):
-        query = query[:span.start] + text + query[span.end:]
-    calls = [[Call(label=call.label, name=call.name, arguments=_updated(call.arguments, by_label.get(call.label, {})))
-              for call in step] for step in sample.calls]
-    return Substitution(query, calls, changed)
-
-
-def _updated(arguments: dict[str, Any], updates: dict[str, Any]) -> dict[str, Any]:
-    """The arguments with new values by name or by path into a list argument."""
-    if not any(is_argument_path(name) for name in updates):
-        return {**arguments, **updates}
-    for name, value in updates.items():
-        arguments = with_argument(arguments, name, value)
-    return arguments
-
-
 # --------------------------------------------------------------------------- the stage3 check
-def slot_value_problem(template: Sample, variant: Sample, pools: ValuePools) -> str | None:
+@dataclass
+class TemplateSlots:
+    """What a template's query states of the pools, read once per template (not per variant)."""
+
+    instances: list[SlotInstance]
+    stated: dict[int, list[Span]]
+    stated_sites: set[tuple[str, tuple[str, ...]]]
+
+    @classmethod
+    def of(cls, template: Sample, pools: ValuePools) -> "TemplateSlots":
+        instances = detect_slot_instances(template, pools)
+        stated = stated_spans(user_query(template), instances)
+        sites = {(site.label, tuple(sorted(site.use.arguments)))
+                 for index, instance in enumerate(instances) if index in stated for site in instance.sites}
+        return cls(instances, stated, sites)
+
+
+def slot_value_problem(template: Sample | TemplateSlots, variant: Sample, pools: ValuePools) -> str | None:
     """Why the variant drops a slot value, or None. Only values the template's query stated are
     checked (a default the template leaves unsaid may stay unsaid):
     - the variant's argument there must be stated by the variant's query;
     - a value the template's query stated must not still be stated by the variant's query when no
       argument of the variant holds it any more."""
-    template_query, variant_query = user_query(template), user_query(variant)
-    template_instances = detect_slot_instances(template, pools)
-    stated = stated_spans(template_query, template_instances)
-    stated_sites = {(site.label, tuple(sorted(site.use.arguments)))
-                    for index, instance in enumerate(template_instances) if index in stated for site in instance.sites}
+    slots = template if isinstance(template, TemplateSlots) else TemplateSlots.of(template, pools)
+    variant_query = user_query(variant)
     variant_instances = detect_slot_instances(variant, pools)
     variant_keys = {instance.key() for instance in variant_instances}
-    for instance in variant_instances:
-        at_stated_site = any((site.label, tuple(sorted(site.use.arguments))) in stated_sites for site in instance.sites)
+    # a variant with a provenance map has each value checked at its own words (the filter's
+    # grounding, in any spelling): only a value a map-less variant holds is looked for here
+    tied = isinstance(variant.meta, dict) and variant.meta.get("provenance") is not None
+    for instance in [] if tied else variant_instances:
+        at_stated_site = any((site.label, tuple(sorted(site.use.arguments))) in slots.stated_sites for site in instance.sites)
         if at_stated_site and not _is_stated(variant_query, instance):
             site = instance.sites[0]
             return f"argument {site.label}.{'/'.join(sorted(site.use.arguments))} holds {instance.describe()}, which the query does not state"
@@ -425,12 +603,12 @@ def slot_value_problem(template: Sample, variant: Sample, pools: ValuePools) -> 
     held |= {str(get_argument(call.arguments, name)).lower() for call in variant.all_calls()
              for _, use in pools.uses_for(call.name) for name in use.arguments
              if is_argument_path(name) and has_argument(call.arguments, name) and _is_literal(get_argument(call.arguments, name))}
-    for index, instance in enumerate(template_instances):
-        if index not in stated or instance.key() in variant_keys:
+    for index, instance in enumerate(slots.instances):
+        if index not in slots.stated or instance.key() in variant_keys:
             continue
         if _still_stated(variant_query, instance, held):
             return f"the query still states {instance.describe()} but no argument holds it"
-    lost = [site for index, instance in enumerate(template_instances) if index in stated for site in instance.sites
+    lost = [site for index, instance in enumerate(slots.instances) if index in slots.stated for site in instance.sites
             if not _site_filled(variant, site)]
     if lost:
         return f"argument {lost[0].label}.{'/'.join(sorted(lost[0].use.arguments))} lost the value the query states"
@@ -448,9 +626,18 @@ def _still_stated(query: str, instance: SlotInstance, held: set[str]) -> bool:
     for name in instance.fields:
         value = instance.value.get(name)
         if name != WORDS_FIELD and isinstance(value, str) and value.lower() not in held \
-                and find_value_text(query, name, value):
+                and _names_it(query, name, value):
             return True
     return False
+
+
+def _names_it(query: str, field_name: str, value: str) -> bool:
+    """Whether the query says the value itself: an API code only as written (CHEAPEST, not the
+    "cheapest" of "the cheapest flight"; FIRST, not "the first rate"), a name in any case."""
+    spans = find_value_text(query, field_name, value)
+    if re.fullmatch(r"[A-Z][A-Z0-9_]+", value):
+        return any(query[span.start:span.end] == value for span in spans)
+    return bool(spans)
 
 
 def _site_filled(variant: Sample, site: Site) -> bool:

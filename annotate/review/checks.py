@@ -22,12 +22,15 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from annotate.tasks.entries import without_entries
+from annotate.tasks.provenance_text import parse_provenance
+from fcbench.checks.gold_audit import gold_audit
+from fcbench.checks.provenance import check_provenance, infer_provenance, query_too_long, with_provenance
 from annotate.tasks.problems import Problem, ProblemCode
 from annotate.tasks.single import Correction
 from fcbench.environments import ArgumentCoercer, CallOutcome, Environment
 from fcbench.references import iter_references, parse_reference
 from fcbench.resolve import CallSite, PathIndex, UnresolvedReference, check_references, resolve_arguments
-from fcbench.sample import Call, Sample, Tool, sample_from_dict, sample_to_dict
+from fcbench.sample import Call, Sample, Tool, sample_from_dict, sample_to_dict, user_query
 
 
 @dataclass
@@ -53,8 +56,39 @@ def check_correction(correction: Correction, environment: Environment | None = N
     steps = [walker.run_step(step_index, step) for step_index, step in enumerate(sample.calls)]
     if outcome.problems:
         return outcome
-    outcome.sample = _finalised(correction, sample.model_copy(update={"calls": steps}), outcome.notes)
+    gold = _finalised(correction, sample.model_copy(update={"calls": steps}), outcome.notes)
+    if correction.gold:  # every value tied to the query, and the path doing exactly what it asks
+        gold, problems = with_checked_provenance(gold, correction.declared_provenance)
+        if problems:
+            outcome.problems.extend(problems)
+            return outcome
+    outcome.sample = gold
     return outcome
+
+
+def with_checked_provenance(sample: Sample, declared_text: str | None) -> tuple[Sample, list[Problem]]:
+    """The gold with its provenance map (meta.provenance): the sources the annotator wrote in the
+    provenance field, the others inferred. Each argument nothing states, each source whose words
+    say another value, each line that cannot be read, and each gold audit rule the path breaks
+    is a problem naming the call and argument (the task goes back to the annotator)."""
+    too_long = query_too_long(sample)
+    if too_long:
+        return sample, [Problem(ProblemCode.QUERY_TOO_LONG, too_long)]
+    declared = None
+    problems: list[Problem] = []
+    if declared_text is not None:
+        declared, unread = parse_provenance(declared_text, user_query(sample))
+        problems += [Problem(ProblemCode.BAD_PROVENANCE, line.describe()) for line in unread]
+    inferred = infer_provenance(sample, declared=declared)
+    problems += [Problem(ProblemCode.PROVENANCE_MISSING,
+                         f"{p.label}.{p.parameter}={p.value_text}: nothing in the query states it; say it in the query "
+                         "or give its source in the provenance field") for p in inferred.ungrounded]
+    problems += [Problem(ProblemCode.PROVENANCE_CONTRADICTS, p.describe())
+                 for p in check_provenance(sample, inferred.provenance, complete=False)]
+    if problems:
+        return sample, problems
+    problems += [Problem(ProblemCode.GOLD_AUDIT, f"{p.reason}: {p.detail}") for p in gold_audit(sample, inferred.provenance)]
+    return with_provenance(sample, inferred.provenance), problems
 
 
 class _PathWalker:

@@ -49,8 +49,8 @@ VERDICTS = frozenset({"accept", "fix", "reject"})
 
 SENIOR = ConfigSpec(
     "stage2_senior.xml",
-    controls={"verdict": "Choices", "query": "TextArea", "path_json": "TextArea", "delete_entries": "Choices",
-              "drop_tools": "Choices", "error_flags": "Choices", "notes": "TextArea"},
+    controls={"verdict": "Choices", "query": "TextArea", "path_json": "TextArea", "provenance": "TextArea",
+              "delete_entries": "Choices", "drop_tools": "Choices", "error_flags": "Choices", "notes": "TextArea"},
     data_fields=frozenset({"feedback_html", "draft_html", "entry_options", "tool_options"}),
     choice_values={"verdict": VERDICTS, "error_flags": FLAG_VALUES},
     optional_fields=frozenset({"ref_options"}),  # the call forms' reference pickers

@@ -32,6 +32,12 @@ class ProblemCode(str, Enum):
     CONFLICTING_EDITS = "conflicting_edits"  # the forms and the raw JSON were both changed and disagree
     ANNOTATION_TOO_LARGE = "annotation_too_large"  # a text past its size limit (annotate/review/size.py)
     CONFLICTING_GOLD = "conflicting_gold"  # two tasks of one draft give different gold: neither is kept
+    # right gold (fcbench/checks/provenance.py, gold_audit.py)
+    BAD_PROVENANCE = "bad_provenance"  # a line of the provenance field that cannot be read
+    PROVENANCE_MISSING = "provenance_missing"  # an argument value nothing in the query states
+    PROVENANCE_CONTRADICTS = "provenance_contradicts"  # a source whose words say another value
+    GOLD_AUDIT = "gold_audit"  # the path does not do exactly what the query asks (a gold.* rule)
+    QUERY_TOO_LONG = "query_too_long"  # more characters than the rules read
     # conversations (annotate/tasks/conversation.py)
     EMPTY_CONVERSATION = "empty_conversation"  # every turn deleted, or no user turn
     NO_DIALOG_ACT = "no_dialog_act"  # an agent turn tagged with no dialog act

@@ -26,6 +26,8 @@ from annotate.tasks.json_errors import describe_json_error
 from annotate.tasks.ambiguity import Ambiguity, find_ambiguities
 from annotate.tasks.entries import Path, deletions_by_label, response_entries, without_entries
 from annotate.tasks.problems import Problem, ProblemCode
+from annotate.tasks.provenance_text import HEADER, format_provenance
+from fcbench.checks.provenance import infer_provenance, query_too_long
 from fcbench.sample import Call, Sample, Step, Tool, path_shape, sample_from_dict
 
 STAGE2_KIND = "fcbench-stage2"
@@ -198,18 +200,29 @@ def senior_task(draft: Sample, model_version: str = DEFAULT_MODEL_VERSION,
         "path_json": format_path_json(draft.calls),
         "ref_options": reference_options(draft.all_calls()),
     }
+    data["provenance_text"] = draft_provenance_text(draft)
     data.update(listing_fields(draft, len(flags)))
-    prediction = senior_prediction(query, data["path_json"], model_version)
+    prediction = senior_prediction(query, data["path_json"], model_version, data["provenance_text"])
     if form is not None:
         data["form_slots"] = form.slots
         prediction["result"].extend(form_prefill(draft.calls, form))
     return {"data": data, "predictions": [prediction]}
 
 
-def senior_prediction(query: str, path_json: str, model_version: str = DEFAULT_MODEL_VERSION) -> dict[str, Any]:
-    return {"model_version": model_version,
-            "result": [textarea_result("query", SENIOR_OBJECT, query),
-                       textarea_result("path_json", SENIOR_OBJECT, path_json)]}
+def senior_prediction(query: str, path_json: str, model_version: str = DEFAULT_MODEL_VERSION,
+                      provenance_text: str | None = None) -> dict[str, Any]:
+    result = [textarea_result("query", SENIOR_OBJECT, query), textarea_result("path_json", SENIOR_OBJECT, path_json)]
+    if provenance_text is not None:
+        result.append(textarea_result("provenance", SENIOR_OBJECT, provenance_text))
+    return {"model_version": model_version, "result": result}
+
+
+def draft_provenance_text(draft: Sample) -> str:
+    """Where each of the draft's values comes from, as the annotator reads it (pre-filled; the
+    same text is computed again at pull to tell whether the annotator edited it)."""
+    if query_too_long(draft):
+        return HEADER
+    return format_provenance(infer_provenance(draft).provenance)
 
 
 def ambiguities_of(task_data: dict[str, Any]) -> list[Ambiguity]:
@@ -228,6 +241,7 @@ class SeniorAnswer:
     error_flags: tuple[str, ...] = ()
     notes: str = ""
     form: dict[str, Any] = field(default_factory=dict)  # the call forms' controls (empty: no forms)
+    provenance_text: str | None = None  # the provenance field (None: a task pushed without one)
 
     @classmethod
     def from_result(cls, result: Sequence[Any]) -> "SeniorAnswer":
@@ -236,7 +250,7 @@ class SeniorAnswer:
                    delete_entries=tuple(values.get("delete_entries", ())),
                    drop_tools=tuple(values.get("drop_tools", ())),
                    error_flags=tuple(values.get("error_flags", ())), notes=values.get("notes", "") or "",
-                   form=form_values(values))
+                   form=form_values(values), provenance_text=values.get("provenance"))
 
 
 @dataclass
@@ -256,6 +270,10 @@ class Correction:
     verdict: str | None = None
     flags: tuple[str, ...] = ()
     notes: str = ""
+    # stage2 gold: the provenance field as the annotator left it (None: not edited, infer it) and
+    # whether the gold must pass the provenance checks and the gold audit (annotate/review/checks.py)
+    declared_provenance: str | None = None
+    gold: bool = False
 
 
 def draft_of(task_data: dict[str, Any], catalog: ToolCatalog | None = None) -> Sample | None:
@@ -274,7 +292,9 @@ def draft_of(task_data: dict[str, Any], catalog: ToolCatalog | None = None) -> S
 
 def build_senior_correction(draft: Sample, answer: SeniorAnswer) -> Correction:
     correction = Correction(draft, None, verdict=answer.verdict, flags=answer.error_flags, notes=answer.notes,
-                            dropped_tools=answer.drop_tools)
+                            dropped_tools=answer.drop_tools, gold=True)
+    if answer.provenance_text is not None and answer.provenance_text.strip() != draft_provenance_text(draft).strip():
+        correction.declared_provenance = answer.provenance_text  # the annotator corrected a source
     problems = correction.problems
     if answer.verdict is None and answer.query is None and answer.path_text is None and not answer.form:
         problems.append(Problem(ProblemCode.EMPTY_SUBMISSION, "the submission is empty: nothing was filled in"))

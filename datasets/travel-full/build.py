@@ -14,8 +14,9 @@ in the full world (datasets/travel-full/tools.py); each new schema is read off a
 `stage2 push` does, builds each Label Studio task with the code `stage2 push` uses
 (`annotate.tasks.single.senior_task`), and writes the senior annotator's decisions as a Label Studio JSON
 export (the shape `stage2 pull --from-export` reads). The decisions are rules a senior annotator
-applied to every draft: accept the path, mark the argument values the query implies without writing
-them ("derived", with the reason), reject drafts whose query does not state the path. Fixed ids and
+applied to every draft: say the query as a traveller would (party sizes, stays, currencies and times
+implied), confirm where each argument value comes from (the provenance field), reject drafts whose
+query does not mean exactly what the path does (fcbench/checks/provenance.py, gold_audit.py). Fixed ids and
 timestamps stand where a server would put its own, so the file is byte-identical on every run; it is
 gzip-compressed (the drafts carry their long responses).
 """
@@ -202,25 +203,34 @@ def implicit_query(query: str) -> str:
     return re.sub(r"\bat (\d{2}):(\d{2})\b", time_of_day, query)
 
 
-def _decision(draft: Any) -> tuple[str, str | None, str, dict[str, dict[str, str]]]:
-    """(verdict, rewritten query or None, notes, derived marks by call label): a senior annotator's
-    rules, applied to each draft: say the query as a traveller would, mark what it now implies."""
+def _decision(draft: Any) -> tuple[str, str | None, str, str]:
+    """(verdict, rewritten query or None, notes, provenance text): a senior annotator's rules,
+    applied to each draft: say the query as a traveller would, read where each value now comes
+    from (the provenance field, as the form shows it), and reject what does not then mean exactly
+    what the path does (a value no words state, a source whose words say another value, a rule of
+    the gold audit)."""
+    from annotate.tasks.provenance_text import format_provenance
     from annotate.tasks.single import with_query
-    from fcbench.checks.grounding import grounding_report
+    from fcbench.checks.gold_audit import gold_audit
+    from fcbench.checks.provenance import check_provenance, infer_provenance
 
-    report = grounding_report(draft)
-    if report.ungrounded:
-        return "reject", None, "The query does not state " + ", ".join(v.describe() for v in report.ungrounded) + ".", {}
+    def problems_of(sample: Any) -> tuple[list[str], Any]:
+        inferred = infer_provenance(sample)
+        found = [p.describe() for p in inferred.ungrounded]
+        found += [p.describe() for p in check_provenance(sample, inferred.provenance)]
+        found += [f"{p.reason}: {p.detail}" for p in gold_audit(sample, inferred.provenance)]
+        return found, inferred.provenance
+
+    problems, provenance = problems_of(draft)
+    if problems:
+        return "reject", None, "The draft does not mean what its path does: " + "; ".join(problems) + ".", ""
     query = implicit_query(draft.messages[-1]["content"])
-    rewritten = draft.model_copy(update={"messages": with_query(draft.messages, query)})
-    rewritten_report = grounding_report(rewritten)
-    if rewritten_report.ungrounded or query == draft.messages[-1]["content"]:
-        query, rewritten_report = None, report  # nothing to say otherwise, or a rewrite no rule reads back
-    marks: dict[str, dict[str, str]] = {}
-    for value in rewritten_report.derived:
-        if value.rule != "response":
-            marks.setdefault(value.label, {})[value.parameter] = f"{value.rule}: {value.because}"
-    return ("fix" if query else "accept"), query, ("Query said as a traveller would." if query else ""), marks
+    if query != draft.messages[-1]["content"]:
+        rewritten = draft.model_copy(update={"messages": with_query(draft.messages, query)})
+        rewritten_problems, rewritten_provenance = problems_of(rewritten)
+        if not rewritten_problems:
+            return "fix", query, "Query said as a traveller would.", format_provenance(rewritten_provenance)
+    return "accept", None, "", format_provenance(provenance)
 
 
 def write_annotations() -> None:
@@ -240,15 +250,12 @@ def write_annotations() -> None:
     export = []
     for number, draft in enumerate(selected, start=1):
         task = senior_task(draft, model_version="graph-sampler", catalog=catalog)
-        verdict, query, notes, marks = _decision(draft)
-        path = json.loads(task["data"]["path_json"])
-        for step in path:
-            for call in step:
-                if call["label"] in marks:
-                    call["derived"] = marks[call["label"]]
+        verdict, query, notes, provenance = _decision(draft)
         result = [textarea_result("query", "draft", query or task["data"]["query"]),
-                  textarea_result("path_json", "draft", json.dumps(path, ensure_ascii=False)),
+                  textarea_result("path_json", "draft", task["data"]["path_json"]),
                   choices_result("verdict", "draft", [verdict])]
+        if provenance:  # the provenance field as the annotator leaves it (read back by stage2 pull)
+            result.append(textarea_result("provenance", "draft", provenance))
         if notes:
             result.append(textarea_result("notes", "draft", notes))
         task_id = 900000 + number

@@ -115,26 +115,34 @@ def _minutes_of_day(value: Any) -> int | None:
     return int(match.group(1)) * 60 + int(match.group(2)) if match else None
 
 
-def passes(entry: Any, record: Mapping[str, Any]) -> bool:
+def passes(entry: Any, record: Mapping[str, Any], inclusive: bool | None = None) -> bool:
+    """Whether the entry meets the constraint's bound. `inclusive` reads the bound one way
+    whatever its kind (True: "after 4 pm" keeps 16:00; False: it does not); None reads it as the
+    rules define it ("above" exclusive, "before" exclusive, "after" inclusive)."""
     where = record.get("where")
     if not where:
         return True
     value = _value(entry, where["field"])
     if where["kind"] == "above":
-        return isinstance(value, (int, float)) and not isinstance(value, bool) and value > where["threshold"]
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return False
+        return value >= where["threshold"] if inclusive else value > where["threshold"]
     minutes = _minutes_of_day(value)
     if minutes is None:
         return False
     limit = where["threshold"] * 60
-    return minutes < limit if where["kind"] == "before" else minutes >= limit
+    if where["kind"] == "before":
+        return minutes <= limit if inclusive else minutes < limit
+    return minutes > limit if inclusive is False else minutes >= limit
 
 
-def select_index(entries: Sequence[Any], record: Mapping[str, Any]) -> int | None:
-    """The one entry the constraint picks, or None when no entry or several tie."""
+def select_index(entries: Sequence[Any], record: Mapping[str, Any], inclusive: bool | None = None) -> int | None:
+    """The one entry the constraint picks, or None when no entry or several tie (`inclusive`: how
+    its bound is read, see `passes`)."""
     scored = []
     for index, entry in enumerate(entries):
         value = _value(entry, record["by"])
-        if passes(entry, record) and isinstance(value, (int, float)) and not isinstance(value, bool):
+        if passes(entry, record, inclusive) and isinstance(value, (int, float)) and not isinstance(value, bool):
             scored.append((value if record["select"] == "min" else -value, index))
     if not scored:
         return None
@@ -142,6 +150,15 @@ def select_index(entries: Sequence[Any], record: Mapping[str, Any]) -> int | Non
     if len(scored) > 1 and scored[0][0] == scored[1][0]:
         return None  # a tie: two entries fit, the query does not decide
     return scored[0][1]
+
+
+def bound_decides(entries: Sequence[Any], record: Mapping[str, Any]) -> bool:
+    """Whether the constraint picks the same entry however a person reads its bound: an entry
+    sitting exactly on "after 4 pm" (16:00) or "rated above 8" (8.0) that would change the pick
+    makes the query ambiguous."""
+    if not record.get("where"):
+        return True
+    return select_index(entries, record, True) == select_index(entries, record, False)
 
 
 def say_hour(hour: int) -> str:
@@ -166,7 +183,7 @@ def choose_pick(entries: Sequence[Any], spec: PickSpec, rng: random.Random) -> P
         for threshold in ABOVE_THRESHOLDS if rule.where_kind == "above" else HOUR_THRESHOLDS:
             record = _record(spec, rule, threshold)
             kept = sum(passes(entry, record) for entry in entries)
-            if 2 <= kept < len(entries):
+            if 2 <= kept < len(entries) and bound_decides(entries, record):
                 options.append((rule, threshold))
     rng.shuffle(options)
     for rule, threshold in options:
@@ -186,7 +203,7 @@ def _record(spec: PickSpec, rule: PickRule, threshold: Any) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- on a sample
-def _entries(calls: Mapping[str, Call], record: Mapping[str, Any]) -> list[Any] | None:
+def pick_entries(calls: Mapping[str, Call], record: Mapping[str, Any]) -> list[Any] | None:
     source = calls.get(record.get("source", ""))
     if source is None or "response" not in source.model_fields_set:
         return None
@@ -197,7 +214,7 @@ def _entries(calls: Mapping[str, Call], record: Mapping[str, Any]) -> list[Any] 
     return entries if isinstance(entries, list) else None
 
 
-def _read_indexes(call: Call, source: str, list_path: tuple[str | int, ...]) -> set[int]:
+def read_indexes(call: Call, source: str, list_path: tuple[str | int, ...]) -> set[int]:
     found = set()
     for value in _reference_strings(call.arguments):
         reference = parse_reference(value)
@@ -225,13 +242,13 @@ def pick_problems(sample: Sample) -> list[str]:
     calls = {call.label: call for call in sample.all_calls()}
     problems = []
     for record in records:
-        entries = _entries(calls, record)
+        entries = pick_entries(calls, record)
         reader = calls.get(record.get("reader", ""))
         if entries is None or reader is None:
             problems.append(f"pick {record.get('text')!r}: the path has no {record.get('source')}.{record.get('list')}")
             continue
         index = select_index(entries, record)
-        read = _read_indexes(reader, record["source"], parse_path(record["list"]))
+        read = read_indexes(reader, record["source"], parse_path(record["list"]))
         if index is None:
             problems.append(f"{record['text']!r} singles out no entry of {record['source']}.{record['list']} "
                             "(none fits, or several tie)")
@@ -264,7 +281,7 @@ def repoint(sample: Sample) -> tuple[Sample, bool]:
     calls = {call.label: call for call in sample.all_calls()}
     moves: dict[str, list[tuple[str, tuple[str | int, ...], int]]] = {}
     for record in records:
-        entries = _entries(calls, record)
+        entries = pick_entries(calls, record)
         index = select_index(entries, record) if entries is not None else None
         if index is not None and record.get("reader") in calls:
             moves.setdefault(record["reader"], []).append((record["source"], parse_path(record["list"]), index))

@@ -16,16 +16,19 @@ from fcbench.checks.call_format import check_call_format
 from fcbench.config import FilterConfig
 from fcbench.checks.constraints import pick_problems
 from fcbench.environments.execution import GoldPathResult
-from fcbench.checks.grounding import grounding_report
+from fcbench.checks.gold_audit import gold_audit
+from fcbench.checks.provenance import (GROUNDING_REASONS, ProvenanceError, ground_values, provenance_from_meta,
+                                       query_too_long)
 from fcbench.checks.query_text import query_text_problems
 from fcbench.references import is_reference
-from fcbench.sample import Sample
+from fcbench.sample import Sample, path_shape
 from fcbench.checks.validate import semantic_problems
 
 # Verdicts that said "could not decide", not "bad": a re-run decides these samples again instead of
 # reading the verdict back from the journal.
 UNDECIDED_SEMANTIC = "semantic.undecided"
-DECIDE_AGAIN_ON_RERUN = frozenset({UNDECIDED_SEMANTIC})
+UNDECIDED_GOLD_JUDGE = "gold.judge_undecided"  # the gold judge (fcbench.checks.gold_judge) could not answer
+DECIDE_AGAIN_ON_RERUN = frozenset({UNDECIDED_SEMANTIC, UNDECIDED_GOLD_JUDGE})
 
 
 class FilterCategory(str, Enum):
@@ -33,6 +36,7 @@ class FilterCategory(str, Enum):
     FAILED_FORMAT = "failed_format"
     FAILED_TEXT = "failed_text"  # the query reads wrong (fcbench.checks.query_text): reasons text.*
     FAILED_GROUNDING = "failed_grounding"
+    FAILED_GOLD = "failed_gold"  # the gold audit: the path does not do exactly what the query asks
     FAILED_EXECUTION = "failed_execution"
     FAILED_REPRODUCTION = "failed_reproduction"
     FAILED_SEMANTIC = "failed_semantic"  # only when a semantic check is given (an LLM judges meaning)
@@ -52,6 +56,9 @@ class Verdict:
     derived: list[dict[str, Any]] = field(default_factory=list)
     # values no rule explains, left to the semantic check instead of rejected here
     deferred: list[str] = field(default_factory=list)
+    # where each argument value comes from (fcbench.checks.provenance), written to the kept sample
+    provenance: dict[str, Any] | None = None
+    provenance_from: str | None = None  # "recorded" (stage2/stage3 wrote it) or "inferred" (by the filter)
 
     @property
     def kept(self) -> bool:
@@ -93,20 +100,54 @@ def static_verdict(sample: Sample, settings: FilterConfig, semantic_check: bool 
             if issue is not None:
                 return _reject(sample.id, FilterCategory.FAILED_FORMAT, f"format.{issue.kind}",
                                f"{call.label}: {issue.message}")
+    nested = path_shape(sample).n_nested_calls
+    if nested < settings.min_nested_calls:
+        return _reject(sample.id, FilterCategory.FAILED_GOLD, "gold.too_few_nested_calls",
+                       f"{nested} call(s) read an earlier call's output; the pipeline asks for at least "
+                       f"{settings.min_nested_calls} (stages.filter.min_nested_calls)")
+    too_long = query_too_long(sample)
+    if too_long:
+        return _reject(sample.id, FilterCategory.FAILED_FORMAT, "format.query_too_long", too_long)
     text = text_verdict(sample)
     if text is not None:
         return text
-    report = grounding_report(sample)
-    notes = [f"ungrounded value {value.describe()}" for value in report.ungrounded]
-    derived = [value.as_dict() for value in report.derived]
-    if report.ungrounded and settings.grounding == "reject":
-        if not semantic_check:
-            verdict = _reject(sample.id, FilterCategory.FAILED_GROUNDING, "grounding.ungrounded_value", "; ".join(notes))
+    try:
+        grounded = ground_values(sample)
+    except ProvenanceError as exc:
+        return _reject(sample.id, FilterCategory.FAILED_GROUNDING, "grounding.bad_provenance", str(exc))
+    notes = [f"ungrounded value {p.label}.{p.parameter}={p.value_text}" if p.code == "ungrounded"
+             else f"{GROUNDING_REASONS[p.code]}: {p.describe()}" for p in grounded.problems]
+    derived = grounded.derived
+    verdict = Verdict(sample.id, FilterCategory.PASSED, derived=derived, provenance=grounded.meta,
+                      provenance_from="recorded" if grounded.recorded else "inferred")
+    if grounded.problems and settings.grounding == "reject":
+        unexplained = [p for p in grounded.problems if p.code == "ungrounded"]
+        if not semantic_check or len(unexplained) != len(grounded.problems):
+            first = next(p for p in grounded.problems if not semantic_check or p.code != "ungrounded")
+            verdict = _reject(sample.id, FilterCategory.FAILED_GROUNDING, GROUNDING_REASONS[first.code],
+                              "; ".join(p.describe() for p in grounded.problems))
             verdict.derived = derived
             return verdict
-        return Verdict(sample.id, FilterCategory.PASSED, derived=derived,
-                       deferred=[value.describe() for value in report.ungrounded])
-    return Verdict(sample.id, FilterCategory.PASSED, notes=notes, derived=derived)
+        verdict.deferred = [f"{p.label}.{p.parameter}={p.value_text}" for p in unexplained]
+    elif grounded.problems:
+        verdict.notes = notes
+    return verdict
+
+
+def audit_verdict(executed: Sample, verdict: Verdict, settings: FilterConfig) -> Verdict:
+    """The gold audit (fcbench.checks.gold_audit) on a sample whose path ran: its responses are the
+    real ones, so picks and entries are decided over what the tools answered. Rejects (FAILED_GOLD,
+    the first problem's reason) or notes the problems, as `stages.filter.gold_audit` says."""
+    if settings.gold_audit == "off" or not verdict.kept:
+        return verdict
+    provenance = provenance_from_meta(verdict.provenance) if verdict.provenance is not None else {}
+    problems = gold_audit(executed, provenance)
+    if problems and settings.gold_audit == "reject":
+        verdict.category, verdict.reason = FilterCategory.FAILED_GOLD, problems[0].reason
+        verdict.detail = "; ".join(f"{p.reason}: {p.detail}" for p in problems[:5])
+    elif problems:
+        verdict.notes = verdict.notes + [f"{p.reason}: {p.detail}" for p in problems]
+    return verdict
 
 
 def text_verdict(sample: Sample) -> Verdict | None:

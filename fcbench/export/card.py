@@ -23,6 +23,7 @@ import pyarrow as pa
 import yaml
 
 from fcbench.export.markdown import data_text, literal, table_cell
+from fcbench.export.handcheck import HOW_MEASURED, HandCheckSummary
 from fcbench.sample import Provenance
 from fcbench.stats.tables import TABLE_COLUMNS, DatasetStats, hardness_lines, table_rows
 
@@ -98,6 +99,7 @@ class CardInfo:
     stage_summaries: Mapping[str, Mapping[str, Any]]  # "filter" -> parsed filter.summary.json
     export_reasons: Mapping[str, int]
     format_warnings: list[str]
+    handcheck: HandCheckSummary | None = None
 
 
 # ------------------------------------------------------------------------------------ front matter
@@ -159,12 +161,12 @@ def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
     return lines + [""]
 
 
-def _counter_table(title: str, counts: Mapping[Any, int], none_text: str) -> list[str]:
+def _counter_table(title: str, counts: Mapping[Any, int], none_text: str, unit: str = "samples") -> list[str]:
     """Counts by a name that comes from the data (`data_text`: a plain word as is, else literally)."""
     if not counts:
         return [f"{none_text}", ""]
     ordered = sorted(counts.items(), key=lambda item: (-item[1], str(item[0])))
-    return _table([title, "samples"], [[data_text(key), n] for key, n in ordered])
+    return _table([title, unit], [[data_text(key), n] for key, n in ordered])
 
 
 def _split_rule_text(info: CardInfo) -> str:
@@ -239,7 +241,42 @@ def _construction_section(info: CardInfo) -> list[str]:
               f"- Annotators: {len(tally.annotators)} distinct, {tally.annotated} samples annotated, "
               f"{tally.label_studio_tasks} samples linked to a Label Studio task.",
               f"- Templates: {len(tally.templates)}; variants generated from a template: {tally.variants}.", ""]
-    return lines
+    return lines + _gold_section(info)
+
+
+def _gold_section(info: CardInfo) -> list[str]:
+    """Where the values come from and what the gold audit checked (filter.summary.json)."""
+    filter_summary = info.stage_summaries.get("filter", {})
+    audit, provenance = filter_summary.get("gold_audit"), filter_summary.get("provenance")
+    if not isinstance(audit, Mapping):
+        return []
+    judge = audit.get("judge") or "none (no LLM configured: the rules only)"
+    lines = ["### Gold audit", "",
+             "Every argument value of a kept sample is tied to its source in `meta.provenance`: the words of "
+             "the query that state it (a slot), a rule over those words (a derivation: a date and \"a week\", "
+             "\"a group of four\", \"euros\"), a reference to an earlier response, or a declared default. The "
+             f"filter checks each value at its words and audits each path (mode `{audit.get('mode')}`, rules: "
+             f"{', '.join(str(rule) for rule in audit.get('rules') or [])}; LLM judge: {judge}): "
+             f"{audit.get('rejected', 0)} of {audit.get('checked', 0)} candidates checked were rejected.", ""]
+    lines += _counter_table("gold audit reject", audit.get("rejected_by_reason") or {}, "No candidate was rejected by the audit.")
+    if isinstance(provenance, Mapping) and provenance.get("values_by_kind"):
+        lines += [f"Argument values of the {provenance.get('samples', 0)} kept samples by source "
+                  f"({provenance.get('recorded', 0)} maps recorded by stage2 and stage3, the others inferred by the "
+                  "filter):", ""]
+        lines += _counter_table("source", provenance["values_by_kind"], "", unit="values")
+    return lines + handcheck_lines(info.handcheck)
+
+
+def handcheck_lines(check: HandCheckSummary | None) -> list[str]:
+    """The error rate measured by hand on the held-out part of the hand-checked samples."""
+    if check is None:
+        return []
+    rate = check.error_rate
+    said = (f"**{check.held_out_problems} of {check.held_out} held-out samples ({100 * rate:.1f} %) have a problem**"
+            if rate is not None else "no held-out sample of this build was checked: no rate is stated")
+    return ["### Measured error rate", "",
+            f"Hand-checked samples of this build: {check.checked} ({check.problems} with a problem), of which "
+            f"{check.held_out} held out; {said}. How: {HOW_MEASURED}. The verdicts: `{check.source}`.", ""]
 
 
 def _statistics_section(stats: DatasetStats) -> list[str]:

@@ -32,6 +32,8 @@ from typing import Any, Mapping
 
 import yaml
 
+from fcbench.export.card import handcheck_lines
+from fcbench.export.handcheck import read_handcheck
 from fcbench.runtime.progress import counted, lines_in
 from fcbench.config import PipelineConfig
 from fcbench.stage import VALIDATED
@@ -288,6 +290,9 @@ def render_conversation_card(pipeline: PipelineConfig, summary: ConversationExpo
                                                         for split, info in summary.splits.items()])
     lines += ["", "## Statistics", "", *statistics_tables(summary.statistics), ""]
     lines += ["## Dialog-act cap (response-quality set)", "", *cap_lines(summary.statistics), ""]
+    declared = pipeline.stages.export.handcheck
+    if declared:  # the error rate measured by hand on the held-out conversations
+        lines += ["## Gold", "", *handcheck_lines(read_handcheck(pipeline.resolve(declared), pipeline.name, declared))]
     if summary.reasons:
         lines += ["## Not exported", "", *[f"- {data_text(reason)}: {count}" for reason, count in summary.reasons.items()], ""]
     return "\n".join(lines)

@@ -39,6 +39,7 @@ import pyarrow.parquet as pq
 
 from fcbench.stage import VALIDATED
 from fcbench.config import ExportConfig, PipelineConfig
+from fcbench.export.handcheck import HandCheckSummary, read_handcheck
 from fcbench.export.card import CardInfo, ProvenanceTally, SplitInfo, render_card
 from fcbench.errors import UserError
 from fcbench.formats import FORMATS, FormatError, FormatOptions, read_samples, write_samples
@@ -69,6 +70,7 @@ class ExportSettings:
     seed: int = 0
     description: str = ""
     license: str | None = None
+    handcheck: HandCheckSummary | None = None  # the measured error rate (stages.export.handcheck)
 
 
 @dataclass(frozen=True)
@@ -327,6 +329,7 @@ def _card_info(settings: ExportSettings, splits: list[SplitInfo], stats: Dataset
         split_rule=config.split, ratios=config.ratios, schema=PARQUET_SCHEMA, column_docs=COLUMN_DOCS,
         splits=splits, stats=stats, provenance=exporter.provenance, stage_summaries=stage_summaries,
         export_reasons=exporter.summary.reasons, format_warnings=exporter.summary.warnings,
+        handcheck=settings.handcheck,
     )
 
 
@@ -399,8 +402,10 @@ def export_samples(source: Path, paths: ExportPaths, settings: ExportSettings, *
 
 def run_export_stage(pipeline: PipelineConfig, input_file: Path | None = None, force: bool = False) -> ExportSummary:
     """`build-dataset export PIPELINE`: `<build>/validated.jsonl` (or `input_file`) exported."""
+    declared = pipeline.stages.export.handcheck
+    handcheck = read_handcheck(pipeline.resolve(declared), pipeline.name, declared) if declared else None
     settings = ExportSettings(name=pipeline.name, config=pipeline.stages.export, seed=pipeline.seed,
-                              description=pipeline.description, license=pipeline.license)
+                              description=pipeline.description, license=pipeline.license, handcheck=handcheck)
     source = input_file or pipeline.build_dir / VALIDATED
     return export_samples(source, ExportPaths(pipeline.build_dir), settings, force=force,
                           min_output_share=pipeline.min_output_share)

@@ -3,17 +3,20 @@
 Checks run cheapest first, and the first failing one decides:
 1. format: the sample reads and validates (known tools, resolvable references, unique labels), each
    call names known parameters, gives the required ones, and its literal values fit their types;
+   the path has the shape the pipeline asks for (`min_nested_calls`: calls reading an earlier output);
 2. text: the query reads as a person writes (`fcbench.checks.query_text`): no joined clauses,
    doubled words, unfilled slots, dangling connectives, API codes, count-noun disagreement or
    24-hour values with am/pm; a reject `text.<code>` (category failed_text) otherwise;
-3. grounding: every literal argument value is supported by the query or an earlier response
-   (`fcbench.checks.grounding`); reported on the kept sample, or a reject when the pipeline says so;
+3. grounding: every literal argument value is grounded at the words its provenance names
+   (`fcbench.checks.provenance`, `fcbench.checks.grounding`); reported on the kept sample, or a reject when the pipeline says so;
 4. execution: the gold path runs in the pipeline's environment;
 5. reproduction: the run gives the recorded answer and the recorded responses (tolerance from the
-   pipeline), and running it again (`repeat`) gives the same responses every time.
+   pipeline), and running it again (`repeat`) gives the same responses every time;
+6. the gold audit, over the responses the tools gave (`fcbench.checks.gold_audit`): the path does
+   exactly what the query asks; with an LLM, the gold judge last.
 
 The categories follow APIGen's table (passed, failed format, failed execution, failed reproduction),
-with the query text and grounding counted on lines of their own. Decisions are journaled as they are made, so a run killed
+with the query text, grounding and the gold audit (`failed_gold`, reasons `gold.*`) counted on lines of their own. Decisions are journaled as they are made, so a run killed
 midway resumes where it stopped; the output files are written once, atomically, in input order, and
 a resumed run writes the same bytes as a clean one.
 """
@@ -43,8 +46,9 @@ from fcbench.sample import Sample, sample_to_dict
 from fcbench.stats.tables import LONG_CONTEXT
 from fcbench.stats.tokens import ENCODING, context_tokens
 from fcbench.stats.validated_file import file_stats
-from fcbench.checks.verdicts import (DECIDE_AGAIN_ON_RERUN, UNDECIDED_SEMANTIC, FilterCategory, Verdict, comparison_of,
-                              execution_verdict, static_verdict)
+from fcbench.checks.provenance import PROVENANCE_META, provenance_from_meta, kind_counts
+from fcbench.checks.verdicts import (DECIDE_AGAIN_ON_RERUN, UNDECIDED_SEMANTIC, FilterCategory, Verdict, audit_verdict,
+                                     comparison_of, execution_verdict, static_verdict)
 
 BATCH_SIZE = 128  # samples executed per round trip to the environment, and per journal flush
 
@@ -75,9 +79,49 @@ class FilterSummary:
     # ComplexFuncBench's Table 3 row of the validated file as a whole (fcbench.stats.tables), measured
     # once here and cached by the file's content for the export's card (fcbench.stats.validated_file)
     shape: dict[str, Any] = field(default_factory=dict)
+    # where the kept samples' argument values come from (fcbench.checks.provenance), by kind of source
+    provenance: dict[str, Any] = field(default_factory=dict)
+    # what the gold audit checked and rejected (fcbench.checks.gold_audit), for the card and the report
+    gold_audit: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass
+class ProvenanceCounts:
+    """Argument values of the kept samples by kind of source (derived ones by rule)."""
+
+    samples: int = 0
+    recorded: int = 0  # samples whose map came from stage2/stage3 (the rest: inferred by the filter)
+    values: Counter[str] = field(default_factory=Counter)
+
+    def add(self, verdict: Verdict) -> None:
+        if verdict.provenance is None:
+            return
+        self.samples += 1
+        self.recorded += verdict.provenance_from == "recorded"
+        self.values.update(kind_counts(provenance_from_meta(verdict.provenance)))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"samples": self.samples, "recorded": self.recorded, "inferred": self.samples - self.recorded,
+                "values_by_kind": dict(sorted(self.values.items())), "values": sum(self.values.values())}
+
+
+GOLD_RULES = ("gold.derived_mismatch", "gold.party_not_carried", "gold.pick_not_stated", "gold.pick_boundary",
+              "gold.pick_mismatch", "gold.unstated_entry", "gold.swapped_roles", "gold.redundant_call",
+              "gold.unserved_request")
+
+
+def gold_audit_summary(verdicts: Sequence[Verdict], settings: FilterConfig, judge: str | None = None) -> dict[str, Any]:
+    rejected = Counter(v.reason for v in verdicts if v.category is FilterCategory.FAILED_GOLD)
+    return {"mode": settings.gold_audit, "rules": list(GOLD_RULES), "min_nested_calls": settings.min_nested_calls,
+            "checked": sum(1 for v in verdicts if v.category in (FilterCategory.PASSED, FilterCategory.FAILED_GOLD,
+                                                                 FilterCategory.FAILED_EXECUTION,
+                                                                 FilterCategory.FAILED_REPRODUCTION,
+                                                                 FilterCategory.FAILED_SEMANTIC)),
+            "rejected": sum(rejected.values()), "rejected_by_reason": dict(sorted(rejected.items())),
+            "judge": judge}
 
 
 @dataclass(frozen=True)
@@ -198,10 +242,14 @@ def _pending_batches(keyed: Iterable[tuple[str, Sample | Rejected]], journal: _J
 def run_filter(items: Iterable[Sample | Rejected], environment: Environment, settings: FilterConfig,
                paths: FilterPaths, input_name: str, batch_size: int = BATCH_SIZE,
                semantic_check: SemanticCheck | None = None, force: bool = False,
-               min_output_share: float = 0.5, total: int | None = None) -> FilterSummary:
+               min_output_share: float = 0.5, total: int | None = None,
+               gold_judge: SemanticCheck | None = None) -> FilterSummary:
     """Filter `items` (read lazily, in bounded batches) into the validated and rejects files.
-    `total`: how many items to expect, for the progress line (unknown when None)."""
-    settings_key = settings.model_dump_json() + ("+semantic" if semantic_check else "")
+    `total`: how many items to expect, for the progress line (unknown when None). `gold_judge`:
+    the gold audit's LLM layer (fcbench.checks.gold_judge), asked last."""
+    judge_name = getattr(gold_judge, "model", "llm") if gold_judge is not None else None
+    settings_key = (settings.model_dump_json() + ("+semantic" if semantic_check else "")
+                    + (f"+gold_judge:{judge_name}" if gold_judge else ""))
     comparison = comparison_of(settings)
     journal = _Journal(paths.journal)
     keys: list[str] = []  # input order: a 24-character key per item, never the item
@@ -210,16 +258,19 @@ def run_filter(items: Iterable[Sample | Rejected], environment: Environment, set
         with StageProgress("filter", total) as progress:
             size = max(batch_size, environment.min_batch_paths)
             for batch in _pending_batches(_keyed(items, settings_key), journal, size, keys, resumed):
-                for key, entry in _decide_batch(batch, environment, settings, comparison, semantic_check):
+                for key, entry in _decide_batch(batch, environment, settings, comparison, semantic_check, gold_judge):
                     journal.add(entry)
                 journal.flush()
                 progress.advance(len(batch))
         verdicts, kept_tokens = [], []
+        sources = ProvenanceCounts()
         for key in keys:
             entry = journal.entry(key)
             verdicts.append(Verdict.from_json(entry["verdict"]))
             if verdicts[-1].kept:  # (a journal of an older version has no count: made now)
                 kept_tokens.append(entry.get("context_tokens") or context_tokens(Sample.model_validate(entry["sample"])))
+                sources.add(verdicts[-1])
+            verdicts[-1].provenance = None  # counted: the maps stay on disk, not in memory
         kept = sum(verdict.kept for verdict in verdicts)
         guarded = guard_output(paths.validated, kept, force=force, min_share=min_output_share)
         write_json_lines(guarded.path(paths.validated),
@@ -244,6 +295,8 @@ def run_filter(items: Iterable[Sample | Rejected], environment: Environment, set
         outputs={"validated": str(guarded.path(paths.validated)), "rejects": str(guarded.path(paths.rejects))},
         output_guard=guarded.summary(),
         shape=file_stats(guarded.path(paths.validated)).domains[-1].as_dict(),
+        provenance=sources.as_dict(),
+        gold_audit=gold_audit_summary(verdicts, settings, judge_name),
     )
     write_json(guarded.path(paths.summary), summary.as_dict(), indent=2)
     paths.journal.unlink(missing_ok=True)  # the outputs now hold every decision
@@ -283,18 +336,23 @@ def context_summary(tokens: Sequence[int]) -> dict[str, Any]:
 
 
 def _with_derivations(sample: Sample, static: Verdict) -> Sample:
-    """The kept sample, saying how its implied argument values were found (meta.grounding)."""
-    if not static.derived and not static.deferred:
-        return sample
-    grounding = {"derived": static.derived}
-    if static.deferred:
-        grounding["left_to_semantic_check"] = static.deferred
-    return sample.model_copy(update={"meta": {**sample.meta, "grounding": grounding}})
+    """The kept sample, saying where each argument value comes from (meta.provenance) and how its
+    implied values were found (meta.grounding)."""
+    meta = dict(sample.meta)
+    if static.provenance is not None:
+        meta[PROVENANCE_META] = static.provenance
+    if static.derived or static.deferred:
+        grounding: dict[str, Any] = {"derived": static.derived}
+        if static.deferred:
+            grounding["left_to_semantic_check"] = static.deferred
+        meta["grounding"] = grounding
+    return sample.model_copy(update={"meta": meta}) if meta != sample.meta else sample
 
 
 def _decide_batch(batch: Sequence[tuple[str, Sample | Rejected]], environment: Environment,
                   settings: FilterConfig, comparison: AnswerComparison,
-                  semantic_check: SemanticCheck | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+                  semantic_check: SemanticCheck | None = None,
+                  gold_judge: SemanticCheck | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
     to_run: list[tuple[str, Sample, Verdict]] = []
     for key, item in batch:
         if isinstance(item, Rejected):
@@ -318,6 +376,9 @@ def _decide_batch(batch: Sequence[tuple[str, Sample | Rejected]], environment: E
         sample_runs = [attempt[index] for attempt in runs]
         verdict = execution_verdict(sample, sample_runs, comparison, static.notes)
         verdict.derived, verdict.deferred = static.derived, static.deferred
+        verdict.provenance, verdict.provenance_from = static.provenance, static.provenance_from
+        if sample_runs[0].ok:
+            verdict = audit_verdict(sample_runs[0].sample, verdict, settings)
         decided.append((key, verdict, _with_derivations(sample_runs[0].sample, static) if verdict.kept else sample))
     if semantic_check is not None:  # last and dearest: only what executed is asked about
         passed = [(key, verdict, kept) for key, verdict, kept in decided if verdict.kept]
@@ -326,6 +387,13 @@ def _decide_batch(batch: Sequence[tuple[str, Sample | Rejected]], environment: E
                 verdict.category, verdict.reason, verdict.detail = FilterCategory.FAILED_SEMANTIC, reason, detail
             elif detail:  # the judge could not answer: fail closed, and ask again on the next run
                 verdict.category, verdict.reason, verdict.detail = FilterCategory.FAILED_SEMANTIC, UNDECIDED_SEMANTIC, detail
+    if gold_judge is not None and settings.gold_audit != "off":  # the gold audit's last layer
+        passed = [(key, verdict, kept) for key, verdict, kept in decided if verdict.kept]
+        for (_, verdict, _), (_, reason, detail) in zip(passed, gold_judge([kept for _, _, kept in passed])):
+            if reason and settings.gold_audit == "reject":  # undecided too: fail closed, decided again next run
+                verdict.category, verdict.reason, verdict.detail = FilterCategory.FAILED_GOLD, reason, detail
+            elif reason:
+                verdict.notes = verdict.notes + [f"{reason}: {detail}"]
     for key, verdict, kept_sample in decided:
         entry = {"key": key, "verdict": verdict.to_json(), "sample": sample_to_dict(kept_sample)}
         if verdict.kept:
@@ -363,7 +431,8 @@ def run_filter_stage(pipeline: PipelineConfig, input_file: Path | None = None, o
     with open_environment(pipeline, samples) as environment:
         return run_filter(read_samples(source, "fcbench"), environment, pipeline.stages.filter, paths, str(source),
                           semantic_check=_semantic_check(pipeline, offline), force=force,
-                          min_output_share=pipeline.min_output_share, total=lines_in(source))
+                          min_output_share=pipeline.min_output_share, total=lines_in(source),
+                          gold_judge=_gold_judge(pipeline, offline))
 
 
 def _has_content(path: Path, probe: int = 65536) -> bool:
@@ -391,6 +460,23 @@ def _semantic_check(pipeline: PipelineConfig, offline: bool) -> SemanticCheck | 
         logging.getLogger(__name__).warning("semantic check skipped: %s", exc)
         return None
     return LLMSemanticCheck(pipeline.llm, pipeline.build_dir / LLM_CACHE_FILE, jitter_seed=pipeline.seed)
+
+
+def _gold_judge(pipeline: PipelineConfig, offline: bool):
+    """The gold audit's LLM judge (the pipeline's `judge:` block, else its `llm:` block), when one
+    is usable; like the semantic check, skipped with a warning when its key is missing."""
+    if pipeline.llm is None or offline or pipeline.stages.filter.gold_audit == "off":
+        return None
+    from fcbench.checks.gold_judge import GoldJudge
+    from fcbench.llm.cache import LLM_CACHE_FILE
+    from fcbench.llm.client import resolve_endpoint
+
+    try:
+        resolve_endpoint(pipeline.judge or pipeline.llm, os.environ)
+    except UserError as exc:
+        logging.getLogger(__name__).warning("gold judge skipped: %s", exc)
+        return None
+    return GoldJudge.for_pipeline(pipeline.judge, pipeline.llm, pipeline.build_dir / LLM_CACHE_FILE)
 
 
 def run(ctx: PipelineContext, settings: Any = None) -> StageSummary:

@@ -162,11 +162,15 @@ class ReportData:
     # every evaluation's results in its paper's layout (evaluate --protocol), one table per layout,
     # a row per model (fcbench.score.paper_tables)
     paper_tables: list[dict[str, Any]] = field(default_factory=list)
+    # the filter's gold audit and the kept values by kind of source (filter.summary.json)
+    gold: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         extra = {"conversations": self.conversations} if self.conversations is not None else {}
         if self.paper_tables:
             extra["paper_tables"] = self.paper_tables
+        if self.gold is not None:
+            extra["gold"] = self.gold
         return {
             **extra,
             "title": self.title,
@@ -526,7 +530,17 @@ def read_build(build_dir: Path, title: str | None = None) -> ReportData:
     conversations = reader.json_document(statistics)[1] if statistics.is_file() else None
     return ReportData(title or build_dir.parent.name, headline(dataset, stages, evaluations, splits), dataset,
                       corrections, stages, evaluations, reader.problems,
-                      conversations if isinstance(conversations, dict) else None, paper_tables)
+                      conversations if isinstance(conversations, dict) else None, paper_tables,
+                      gold_of(reader, build_dir))
+
+
+def gold_of(reader: "_Reader", build_dir: Path) -> dict[str, Any] | None:
+    """What the filter's gold audit checked and rejected, and the kept values by kind of source."""
+    path = build_dir / "filter.summary.json"
+    found = reader.json_document(path)[1] if path.is_file() else None
+    if not isinstance(found, dict) or not isinstance(found.get("gold_audit"), dict):
+        return None
+    return {"audit": found["gold_audit"], "provenance": found.get("provenance") or {}}
 
 
 # ------------------------------------------------------------------------------------------ charts
@@ -851,6 +865,27 @@ def _rejects_html(stages: Sequence[StageRejects], charts: Sequence[Chart]) -> st
     return "".join(parts)
 
 
+def _gold_html(gold: Mapping[str, Any] | None) -> str:
+    """The gold audit's rules and rejects, and where the kept values come from."""
+    if not gold:
+        return ""
+    audit, provenance = gold.get("audit") or {}, gold.get("provenance") or {}
+    judge = audit.get("judge") or "none (no LLM configured: the rules only)"
+    parts = ["<h3>Gold audit</h3>",
+             f"<p>Mode <code>{_e(str(audit.get('mode')))}</code>, LLM judge {_e(str(judge))}; "
+             f"{_number(audit.get('rejected', 0))} rejected of {_number(audit.get('checked', 0))} checked.</p>"]
+    reasons = audit.get("rejected_by_reason") or {}
+    if reasons:
+        parts.append(_table(("rule", "rejects"), [(_e(k), _number(v)) for k, v in reasons.items()], numeric_from=1))
+    kinds = provenance.get("values_by_kind") or {}
+    if kinds:
+        parts += [f"<h3>Where the kept values come from</h3><p>{_number(provenance.get('values', 0))} argument values of "
+                  f"{_number(provenance.get('samples', 0))} samples ({_number(provenance.get('recorded', 0))} maps recorded "
+                  "by stage2/stage3, the rest inferred by the filter).</p>",
+                  _table(("source", "values"), [(_e(k), _number(v)) for k, v in kinds.items()], numeric_from=1)]
+    return "".join(parts)
+
+
 def _out_of_two(value: float | None) -> str:
     """ComplexEval's completeness and correctness are mean scores on a 0-2 scale, not shares."""
     return "-" if value is None else f"{value:.2f} / 2"
@@ -946,7 +981,7 @@ def render_html(report: ReportData, charts: Sequence[Chart]) -> str:
         "summary": _summary_html(report),
         "dataset": _dataset_html(report.dataset, by_section["dataset"]),
         "corrections": _corrections_html(report.corrections, by_section["corrections"]),
-        "rejects": _rejects_html(report.stages, by_section["rejects"]),
+        "rejects": _rejects_html(report.stages, by_section["rejects"]) + _gold_html(report.gold),
         "evaluation": _evaluation_html(report.evaluations, by_section["evaluation"]),
         "problems": _problems_html(report.problems),
     }

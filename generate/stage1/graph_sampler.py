@@ -51,7 +51,9 @@ from typing import Any, Callable, Mapping, Sequence
 from fcbench.argument_paths import argument_schema, is_argument_path, nest_arguments
 from fcbench.checks.constraints import PickSpec, choose_pick, parse_path as parse_field_path
 from fcbench.environments import Environment
+from fcbench.checks.gold_audit import CARRIED_PARAMETERS, gold_audit
 from fcbench.checks.grounding import ungrounded_values
+from fcbench.checks.provenance import infer_provenance
 from fcbench.checks.query_text import query_text_problems
 from fcbench.references import format_reference
 from fcbench.resolve import walk_path
@@ -653,8 +655,11 @@ class PlanNode:
     depth: int = 0
     subject: str | None = None  # a lookup: the name the user gave
     label: str = ""
-    picked: int | None = None  # entry of a result list this call read (for "the second flight")
-    pick_text: str | None = None  # or the constraint that picks it ("the cheapest flight leaving before 10 am")
+    # per source node: the entry of its result list this call read (for "the second flight"), or the
+    # constraint that picks it ("the cheapest flight leaving before 10 am"); a call reading two
+    # lists (a car from one hotel to another) says each its own way
+    picked: dict[int, int] = field(default_factory=dict)
+    pick_text: dict[int, str] = field(default_factory=dict)
     journey: bool | None = None  # a call of two places: whether the first one is in the home city
     subject_kind: str | None = None  # a lookup: the value pool slot its name came from (city, landmark...)
     kinds: dict[str, str] = field(default_factory=dict)  # literal place argument -> its slot (for phrasings)
@@ -662,9 +667,9 @@ class PlanNode:
     said_as: str | None = None  # how the query named what this call is about ("the second attraction")
     said_kind: str | None = None  # the kind of place that was, when it is one (a landmark...)
     position: int | None = None  # where its clause is in the query (None: a lookup, left implicit)
-    # it reads the first entry of a nested list that has several (a room's first rate): the query
-    # must say so ("the first rate of the second room")
-    first_of_several: bool = False
+    # the source nodes of which it reads the first entry of a nested list that has several (a
+    # room's first rate): the query must say so ("the first rate of the second room")
+    first_of_several: set[int] = field(default_factory=set)
 
 
 @dataclass
@@ -733,7 +738,29 @@ def _choose_source(ctx: DraftContext, tool: str, group: FedGroup, ancestors: set
     in_domain = [s for s in sources if tool_domain(ctx.graph.tools[s]) == own_domain]
     # named sources first; a cross-domain draft also lets another of its domains feed the call
     options = sorted(set(preferred) | set(across), key=sources.index) if preferred or across else (in_domain or sources)
+    # of two look-ups of one domain, the one of the reader's own family (Search_Car_Location for
+    # Search_Car_Rentals, not Taxi_Search_Location): a model taking the natural one is not scored
+    # on another call that happens to give the same coordinates
+    family = _family_words(tool)
+    if all(_is_lookup(s) for s in options):  # look-ups only: a search's own results stay free
+        # the reader's own domain first (Location_to_Lat_Long for hotels near a place, not the car
+        # look-up), then its own family within it
+        options = [s for s in options if tool_domain(ctx.graph.tools[s]) == own_domain] or options
+        options = [s for s in options if _family_words(s) & family] or options
     return options[ctx.rng.randrange(len(options))]
+
+
+def _is_lookup(name: str) -> bool:
+    lowered = name.lower()
+    return any(word in lowered for word in ("location", "destination", "lat_long"))
+
+
+_NOT_FAMILY = {"search", "get", "list", "find", "location", "details", "by", "coordinates", "destination"}
+
+
+def _family_words(name: str) -> set[str]:
+    words = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name).replace("_", " ").replace("-", " ").lower().split()
+    return {word.rstrip("s") for word in words if word not in _NOT_FAMILY and len(word) > 2}
 
 
 def plan_call(ctx: DraftContext, tool: str, city: str | None, goal: int, ancestors: frozenset[str] = frozenset()) -> int:
@@ -867,13 +894,13 @@ def _resolve_group(ctx: DraftContext, node: PlanNode, group: FedArguments,
             pick = choose_pick(entries, spec, ctx.rng)
         if pick is not None:
             index = pick.index
-            node.pick_text = pick.text
+            node.pick_text[group.source] = pick.text
             ctx.pick_records.append({"reader": node.label, "source": source.label, **pick.record})
         if source.subject is None:
-            node.picked = index
+            node.picked[group.source] = index
     references, values = {}, {}
     if _first_of_several(response, _concrete(first_path, index)):
-        node.first_of_several = True
+        node.first_of_several.add(group.source)
     for parameter, output in group.fields.items():
         path = _concrete(output.path, index)
         try:
@@ -1053,10 +1080,11 @@ def _say_reference(ctx: DraftContext, source: PlanNode, reader: PlanNode, extra:
     if source.subject is not None:
         return source.subject, source.subject_kind
     noun = ctx.phrases.nouns.get(source.tool) or (extra[0] if extra else result_noun(ctx.graph.tools[source.tool]))
-    if reader.pick_text is not None or reader.picked is not None:
-        text = reader.pick_text if reader.pick_text is not None else f"the {ORDINALS[reader.picked]} {noun}"
+    position = ctx.nodes.index(source)
+    if position in reader.pick_text or position in reader.picked:
+        text = reader.pick_text.get(position) or f"the {ORDINALS[reader.picked[position]]} {noun}"
         text += _which_list(ctx, source, noun)
-        if reader.first_of_several and extra and extra[0] != noun:
+        if position in reader.first_of_several and extra and extra[0] != noun:
             text = f"the first {extra[0]} of {text}"  # the room's first rate: which rate
         return text, noun
     said = extra[0] if extra else noun
@@ -1119,8 +1147,11 @@ class ProposedDraft:
 
 def propose_draft(request: DraftRequest, graph: FeedGraph, pools: ValuePools, phrases: PhraseBook,
                   environment: Environment, tools: Sequence[Tool],
-                  picks: Mapping[str, PickSpec] | None = None) -> ProposedDraft:
-    """Plan, execute and phrase one draft; `PlanFailed` says why this attempt did not work."""
+                  picks: Mapping[str, PickSpec] | None = None, *, one_request: bool = True) -> ProposedDraft:
+    """Plan, execute and phrase one draft; `PlanFailed` says why this attempt did not work.
+    `one_request`: the draft is one user request (a single-turn sample): the party is carried along
+    its chains and it must pass the gold audit. A conversation's plan (the simulator) is said turn by
+    turn instead, and checked per turn (fcbench.checks.turns)."""
     rng = random.Random(request.seed)
     cities = place_groups(pools)
     trip, home = (rng.sample(cities, 2) if len(cities) >= 2 else (cities[0], cities[0]) if cities else (None, None))
@@ -1130,6 +1161,8 @@ def propose_draft(request: DraftRequest, graph: FeedGraph, pools: ValuePools, ph
         plan_call(ctx, goal, trip, goal_index)
     if max(node.depth for node in ctx.nodes) + 1 > request.max_steps:
         raise PlanFailed(f"the path needs more than max_steps={request.max_steps} steps")
+    if one_request:
+        carry_party(ctx)
     calls = execute_plan(ctx, environment)
     try:  # the words are drawn apart from the plan: the same plan whatever the phrasings
         query = render_query(ctx, random.Random(f"{request.seed}:phrasing"))
@@ -1138,12 +1171,59 @@ def propose_draft(request: DraftRequest, graph: FeedGraph, pools: ValuePools, ph
     problems = query_text_problems(query, tools)
     if problems:  # the phrase file wrote a glitch: never a draft
         raise PlanFailed(f"the query reads wrong: {problems[0].describe()}")
-    probe = Sample(id="probe", messages=[{"role": "user", "content": query}], tools=list(tools), calls=calls)
+    probe = Sample(id="probe", messages=[{"role": "user", "content": query}], tools=list(tools), calls=calls,
+                   meta={"picks": ctx.pick_records})
     ungrounded = ungrounded_values(probe)
     if ungrounded:
         raise PlanFailed(f"the query does not state {ungrounded[0].describe()}")
+    # a draft must mean what it says: its values tied to the query's words, every entry it reads
+    # chosen by the query, the party carried, no call the query does not ask for
+    if one_request:
+        inferred = infer_provenance(probe)
+        if inferred.ungrounded:
+            raise PlanFailed(f"the query does not say {inferred.ungrounded[0].describe()}")
+        problems = gold_audit(probe, inferred.provenance)
+        if problems:
+            raise PlanFailed(f"{problems[0].reason}: {problems[0].detail}")
     journeys = {node.tool: node.journey for node in ctx.nodes if node.journey is not None}
     return ProposedDraft(query, calls, dict(sorted(ctx.values.items())), journeys, ctx.pick_records)
+
+
+def carry_party(ctx: DraftContext) -> None:
+    """A party size (adults...) set on one call of a chain is every chained call's that takes it:
+    the rooms of a hotel found for four are rooms for four (said once, where it was drawn). Two
+    parties in one chain make no draft."""
+    neighbours: dict[int, set[int]] = {index: set() for index in range(len(ctx.nodes))}
+    for index, node in enumerate(ctx.nodes):
+        for group in node.fed:
+            neighbours[index].add(group.source)
+            neighbours[group.source].add(index)
+    seen: set[int] = set()
+    for start in range(len(ctx.nodes)):
+        if start in seen:
+            continue
+        chain, todo = set(), [start]
+        while todo:
+            index = todo.pop()
+            if index not in chain:
+                chain.add(index)
+                todo.extend(neighbours[index] - chain)
+        seen |= chain
+        for name in CARRIED_PARAMETERS:
+            values = {repr(ctx.nodes[i].literals[name]): ctx.nodes[i].literals[name] for i in chain
+                      if name in ctx.nodes[i].literals}
+            if len(values) > 1:
+                raise PlanFailed(f"one chain of calls for two parties ({name}: {sorted(values)})")
+            if values:
+                value = next(iter(values.values()))
+                for index in sorted(chain):
+                    node = ctx.nodes[index]
+                    if name not in node.literals and name in (ctx.graph.tools[node.tool].parameters.get("properties") or {}):
+                        node.literals[name] = value
+                        # said in this call's clause too, as its dates are: a party said only for the
+                        # rooms would leave the search's party to a guess
+                        if node.subject is None:
+                            node.optional.append(name)
 
 
 # --------------------------------------------------------------------------- tool subsets

@@ -325,7 +325,7 @@ def plan_for(scenario: Scenario, graph: FeedGraph, pools: ValuePools, phrases: P
     domains = [scenario.domain] if isinstance(scenario.domain, str) else list(scenario.domain)
     request = DraftRequest(tuple(scenario.required_apis), frozenset(scenario.apis), frozenset(domains), seed, max_steps)
     try:
-        return propose_draft(request, graph, pools, phrases, environment, tools)
+        return propose_draft(request, graph, pools, phrases, environment, tools, one_request=False)
     except PlanFailed as exc:
         raise ItemRejected("no_executable_plan", str(exc)) from None
 

@@ -39,12 +39,14 @@ from fcbench.environments import Environment
 from fcbench.environments.from_config import environment_for
 from fcbench.errors import ItemRejected, UserError
 from fcbench.environments.execution import execute_gold_path
-from fcbench.checks.verdicts import static_verdict
+from fcbench.checks.verdicts import audit_verdict, static_verdict
 from fcbench.formats import Rejected, read_samples
 from fcbench.jsonl import StagedFile, iter_json_lines
 from fcbench.references import parse_reference
 from fcbench.sample import Call, Provenance, Sample, sample_to_dict
-from generate.slots import ValuePools, load_value_pools, slot_value_problem, substitute_slots, user_query
+from fcbench.checks.provenance import PROVENANCE_META, follow_template, query_too_long, with_provenance
+from generate.slots import (TemplateSlots, ValuePools, load_value_pools, pool_vocabulary, slot_value_problem,
+                            substitute_slots, template_provenance, user_query)
 from fcbench.llm.prompts import PromptFile
 from fcbench.runtime.output_guard import finish_summary, place_guarded
 from fcbench.runtime.progress import StageProgress, lines_in, progress_of
@@ -109,14 +111,16 @@ def repeat_problem(template: Sample, variant: Sample, accepted: Sequence[Sample]
 
 
 def check_variant(template: Sample, variant: Sample, accepted: Sequence[Sample], pools: ValuePools | None,
-                  environment: Environment, settings: FilterConfig) -> Sample:
+                  environment: Environment, settings: FilterConfig,
+                  template_slots: TemplateSlots | None = None) -> Sample:
     """The executed variant (responses filled in), or `ItemRejected` with the first problem.
-    Cheapest first; the format, execution and grounding checks are the filter's own."""
+    Cheapest first; the format, execution, grounding and gold audit checks are the filter's own
+    (the variant's provenance map is checked against its new query and path)."""
     repeated = repeat_problem(template, variant, accepted)
     if repeated:
         raise ItemRejected(*repeated)
     if pools is not None:
-        dropped = slot_value_problem(template, variant, pools)
+        dropped = slot_value_problem(template_slots or template, variant, pools)
         if dropped:
             raise ItemRejected("stage3.dropped_slot_value", dropped)
     shape = static_verdict(variant, settings.model_copy(update={"grounding": "report"}))
@@ -138,7 +142,7 @@ def check_variant(template: Sample, variant: Sample, accepted: Sequence[Sample],
     problems = pick_problems(result.sample)
     if problems:
         raise ItemRejected("stage3.pick_not_unique", problems[0])
-    grounded = static_verdict(result.sample, settings)
+    grounded = audit_verdict(result.sample, static_verdict(result.sample, settings), settings)
     if not grounded.kept:
         raise ItemRejected(grounded.reason or "grounding.ungrounded_value", grounded.detail or "")
     return result.sample
@@ -167,7 +171,7 @@ def make_variant(template: Sample, number: int, query: str, calls: list[list[Cal
     # the annotator's "derived" marks and the filter's grounding notes were about the template's
     # values: a variant's values are checked afresh
     extra = {key: value for key, value in template.meta.items()
-             if key not in ("stage1", "stage2", "stage3", "derived", "grounding")}
+             if key not in ("stage1", "stage2", "stage3", "derived", "grounding", PROVENANCE_META)}
     variant = Sample(
         id=f"{template.id}-v{number}",
         messages=messages,
@@ -210,24 +214,44 @@ def _reject(variant_id: str, template: Sample, reason: str, detail: str, sample:
 
 def slot_variants(template: Sample, pools: ValuePools, count: int, seed: int, fill: str,
                   environment: Environment, settings: FilterConfig) -> _Outcome:
-    """N variants by slot substitution; each variant redraws until one passes the checks."""
+    """N variants by slot substitution; each variant redraws until one passes the checks. The
+    template is read once: its provenance map (recorded at stage2 pull, or inferred now) says
+    which words state which slot value, and each draw rewrites only those words."""
     outcome = _Outcome()
+    too_long = query_too_long(template)
+    if too_long:
+        outcome.rejects.append(_reject(f"{template.id}-v1", template, "stage3.query_too_long", too_long))
+        return outcome
+    provenance, why = template_provenance(template, pools)
+    if provenance is None:
+        outcome.rejects.append(_reject(f"{template.id}-v1", template, "stage3.no_provenance",
+                                       f"the template's values cannot all be tied to its query: {why}"))
+        return outcome
+    template_slots = TemplateSlots.of(template, pools)
     for number in range(1, count + 1):
         variant_id = f"{template.id}-v{number}"
         for draw in range(MAX_DRAWS):
             rng = random.Random(f"{seed}:stage3:{template.id}:{number}:{draw}")
-            substitution = substitute_slots(template, pools, rng)
+            substitution = substitute_slots(template, pools, rng, provenance)
+            if substitution.problem is not None:
+                outcome.rejects.append(_reject(variant_id, template, *substitution.problem, draw=draw))
+                continue
             if not substitution.changed:
                 outcome.rejects.append(_reject(variant_id, template, "stage3.no_slot_values",
                                                "the query states no value of the value pools: nothing to vary"))
                 return outcome
             changed = [{"slot": slot, "from": old, "to": new} for slot, old, new in substitution.changed]
-            meta = {"variant": number, "fill": fill, "changed": changed}
+            meta: dict[str, Any] = {"variant": number, "fill": fill, "changed": changed}
+            if substitution.recomputed:  # values that follow from the new words, read again
+                meta["recomputed"] = [{"label": label, "argument": name, "from": old, "to": new}
+                                      for label, name, old, new in substitution.recomputed]
             calls = substitution.calls
             if fill == "annotators":
                 meta["needs_arguments"] = True
                 calls = cleared_arguments(calls)
             variant = make_variant(template, number, substitution.query, calls, SLOT_SUBSTITUTION, seed, meta)
+            if fill != "annotators" and substitution.provenance is not None:
+                variant = with_provenance(variant, substitution.provenance)
             try:
                 if fill == "annotators":
                     repeated = repeat_problem(template, variant, outcome.candidates)
@@ -235,7 +259,8 @@ def slot_variants(template: Sample, pools: ValuePools, count: int, seed: int, fi
                         raise ItemRejected(*repeated)
                     kept = variant
                 else:
-                    kept = check_variant(template, variant, outcome.candidates, pools, environment, settings)
+                    kept = check_variant(template, variant, outcome.candidates, pools, environment, settings,
+                                         template_slots)
             except ItemRejected as problem:
                 outcome.rejects.append(_reject(variant_id, template, problem.reason, problem.detail, variant, draw=draw))
                 continue
@@ -420,12 +445,36 @@ class LLMGeneralizer:
     async def variants(self, template: Sample) -> _Outcome:
         outcome = _Outcome()
         numbers = range(1, self.pipeline.stages.stage3.variants + 1)
+        too_long = query_too_long(template)
+        if too_long:
+            outcome.rejects.append(_reject(f"{template.id}-v1", template, "stage3.query_too_long", too_long))
+            return outcome
+        vocabulary = pool_vocabulary(self.pools) if self.pools is not None else {}
+        template_map, why = template_provenance(template, self.pools)
+        if template_map is None and self.pipeline.stages.stage3.fill != "annotators":
+            outcome.rejects.append(_reject(f"{template.id}-v1", template, "stage3.no_provenance",
+                                           f"the template's values cannot all be tied to its query: {why}"))
+            return outcome
         drafted = await asyncio.gather(*(self._variant(template, number) for number in numbers))
         for number, result in zip(numbers, drafted):
             variant_id = f"{template.id}-v{number}"
             if isinstance(result, dict):
                 outcome.rejects.append(result)
                 continue
+            if template_map is not None and not result.meta["stage3"].get("needs_arguments"):
+                # the model's values tied to its query like the template's, dependent ones read again
+                followed = follow_template(result, template_map, vocabulary)
+                if followed.problems:
+                    first = followed.problems[0]
+                    reason = "grounding.ungrounded_value" if first.code == "ungrounded" else "stage3.underivable"
+                    outcome.rejects.append(_reject(variant_id, template, reason, first.describe(), result))
+                    continue
+                stage3_meta = dict(result.meta["stage3"])
+                if followed.recomputed:
+                    stage3_meta["recomputed"] = [{"label": label, "argument": name, "from": old, "to": new}
+                                                 for label, name, old, new in followed.recomputed]
+                result = with_provenance(followed.sample.model_copy(update={"meta": {**result.meta, "stage3": stage3_meta}}),
+                                         followed.provenance)
             try:
                 if result.meta["stage3"].get("needs_arguments"):
                     repeated = repeat_problem(template, result, outcome.candidates)

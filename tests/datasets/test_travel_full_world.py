@@ -64,7 +64,7 @@ def test_the_committed_catalog_and_pools_are_what_the_build_script_writes(tmp_pa
     assert domains == {"flights", "hotels", "car-rental", "attractions"}
 
 
-def test_the_bundled_export_is_read_gzipped_and_carries_rewritten_queries_and_derived_marks():
+def test_the_bundled_export_is_read_gzipped_and_carries_rewritten_queries_and_provenance():
     from annotate.exchange.pull import read_export_file
 
     tasks = read_export_file(FULL / "annotations" / "stage2_export.json.gz")
@@ -72,5 +72,13 @@ def test_the_bundled_export_is_read_gzipped_and_carries_rewritten_queries_and_de
     results = [{region["from_name"]: region["value"] for region in task["annotations"][0]["result"]} for task in tasks]
     fixed = [r for r in results if r["verdict"]["choices"] == ["fix"]]
     assert fixed and all(r["query"]["text"][0] for r in fixed)
-    marks = [call.get("derived") for r in results for step in json.loads(r["path_json"]["text"][0]) for call in step]
-    assert any(mark and any(reason.startswith("date.offset") for reason in mark.values()) for mark in marks)
+    # each senior's provenance field says where every value comes from (a stay's end: its start and
+    # "a week", annotate/README.md), and every line of it reads back
+    fields = [r["provenance"]["text"][0] for r in results]
+    assert all(fields) and any("date.offset" in field for field in fields)
+    from annotate.tasks.provenance_text import parse_provenance
+
+    for task, result, field in zip(tasks, results, fields):
+        query = result["query"]["text"][0] if result["query"]["text"][0] else task["data"]["query"]
+        _, unread = parse_provenance(field, query)
+        assert unread == [], (task["data"]["sample_id"], unread[:1])

@@ -51,3 +51,27 @@ def test_substitution_never_writes_a_glitch_nor_an_unsaid_value() -> None:
         assert query_text_problems(variant.query, [TOOL]) == [], variant.query
         assert variant.calls[0][0].arguments["sortBy"] != "attr_book_score"
     assert queries == {"Find hotels for 1 adult showing lowest price ones first."}
+
+
+FLIGHTS = Tool(name="Search_Flights", description="Search flights.", parameters={"type": "object", "properties": {
+    "cabinClass": {"type": "string", "enum": ["ECONOMY", "PREMIUM_ECONOMY", "BUSINESS", "FIRST"]}}})
+CABINS = value_pools_from_dict({"slots": {"cabin_class": {
+    "used_by": [{"tool": "Search_Flights", "arguments": {"cabinClass": "cabinClass"}}],
+    "values": [{"cabinClass": "ECONOMY", "words": "economy"}, {"cabinClass": "BUSINESS", "words": "business class"},
+               {"cabinClass": "FIRST", "words": "first class"}]}}})
+
+
+def test_the_pools_words_never_repeat_a_word_the_query_says_beside_them() -> None:
+    """travel-full-draft-0002: "flying economy class" became "flying business class class"."""
+    template = Sample(id="t", messages=[{"role": "user", "content": "Find flights flying economy class, please."}],
+                      tools=[FLIGHTS], calls=[[Call(label="var_1", name="Search_Flights", arguments={"cabinClass": "ECONOMY"})]])
+    seen = set()
+    for seed in range(12):
+        variant = substitute_slots(template, CABINS, random.Random(seed))
+        assert variant.problem is None, variant.problem
+        assert query_text_problems(variant.query, [FLIGHTS]) == [], variant.query
+        cabin = variant.calls[0][0].arguments["cabinClass"]
+        assert variant.query == {"BUSINESS": "Find flights flying business class, please.",
+                                 "FIRST": "Find flights flying first class, please."}[cabin]
+        seen.add(cabin)
+    assert seen == {"BUSINESS", "FIRST"}

@@ -135,8 +135,10 @@ def test_pull_checks_sends_back_and_keeps_gold_across_pulls(studio, drafts, anno
     assert paris["is_labeled"] and paris["data"]["rework"] == "no" and [a["id"] for a in paris["annotations"]] == [broken.id]
 
     # a second annotation of one task: agreement by the shared scorer
+    # (the second annotator asks for Melbourne in the query too: a path the query does not state is no gold)
     _annotate(studio, tasks["airports-sydney"], {"path_json": tasks["airports-sydney"].data["path_json"]
-                                                 .replace('"Sydney"', '"Melbourne"')}, "fix", user=annotator.id)
+                                                 .replace('"Sydney"', '"Melbourne"'),
+                                                 "query": "Which airports serve Melbourne?"}, "fix", user=annotator.id)
     third = run_stage2_pull(pipeline, connection=studio.connection)
     assert third.qa["agreements"][0]["id"] == "airports-sydney"
     assert third.qa["agreements"][0]["call_agreement"] == 0.0
@@ -255,3 +257,49 @@ def test_labeling_page_renders_the_task_readably(studio, drafts, tmp_path) -> No
     # the editable fields start from the draft (the prediction), ready to correct
     assert page.textareas[0] == "Find me a hotel in Paris from 2025-03-01 to 2025-03-03."
     assert json.loads(page.textareas[1])[1][0]["arguments"]["dest_id"] == "$var_1.data[0].dest_id$"
+    provenance = next(text for text in page.textareas if text.startswith("# where each argument value comes from"))
+    assert 'var_2.arrival_date: slot "2025-03-01"@30' in provenance.splitlines()
+
+
+def test_an_annotator_corrects_a_provenance_and_it_reaches_the_template(studio, travel_tools, travel_environment,
+                                                                        tmp_path) -> None:
+    """The provenance field shows where each value comes from; a value no words state sends the
+    task back naming the argument; the annotator's corrected line is the template's source."""
+    from fcbench.environments.execution import execute_gold_paths
+    from fcbench.sample import Call, Sample
+
+    query = "Find me a hotel in Paris from 2025-03-01 to 2025-03-03 for my parents and me."
+    plain = Sample(id="hotels-parents", domain="hotels", messages=[{"role": "user", "content": query}], tools=travel_tools,
+                   calls=[[Call(label="var_1", name="Search_Hotel_Destination", arguments={"query": "Paris"})],
+                          [Call(label="var_2", name="Search_Hotels", arguments={
+                              "dest_id": "$var_1.data[0].dest_id$", "search_type": "$var_1.data[0].search_type$",
+                              "arrival_date": "2025-03-01", "departure_date": "2025-03-03", "adults": 3})]])
+    (executed,) = execute_gold_paths([plain], travel_environment)
+    pipeline = write_pipeline(tmp_path)
+    write_drafts(pipeline, [executed.sample])
+    run_stage2_push(pipeline, studio.connection)
+    task = _tasks(studio, project_title(pipeline))["hotels-parents"]
+    prefilled = next(region["value"]["text"][0] for region in studio.client.predictions.list(task=task.id)[0].result
+                     if region["from_name"] == "provenance")
+    assert f'var_2.arrival_date: slot "2025-03-01"@{query.index("2025-03-01")}' in prefilled.splitlines()
+    assert 'var_1.query: slot "Paris"@19' in prefilled.splitlines()
+    assert not any(line.startswith("var_2.adults") for line in prefilled.splitlines())  # no words give 3
+
+    annotation = _annotate(studio, task, verdict="accept")
+    first = run_stage2_pull(pipeline, send_back=True, connection=studio.connection)
+    assert first.counts["gold"] == 0 and first.reasons == {"provenance_missing": 1} and first.counts["sent_back"] == 1
+    feedback = studio.client.tasks.get(id=str(task.id)).data["feedback_html"]
+    assert "var_2.adults=3: nothing in the query states it" in feedback
+
+    corrected = [dict(region) for region in annotation.result]
+    for region in corrected:
+        if region["from_name"] == "provenance":
+            region["value"] = {"text": [prefilled + '\nvar_2.adults: annotator "my parents and me: three adults"']}
+    studio.client.annotations.update(id=annotation.id, result=corrected)
+    second = run_stage2_pull(pipeline, send_back=True, connection=studio.connection)
+    assert second.counts["gold"] == 1 and second.counts["feedback_cleared"] == 1
+    (template,) = read_lines(Stage2Files.in_dir(pipeline.build_dir).templates)
+    sources = template["meta"]["provenance"]["var_2"]
+    assert sources["adults"] == {"kind": "derived", "rule": "annotator", "note": "my parents and me: three adults"}
+    assert sources["arrival_date"]["spans"] == [{"start": query.index("2025-03-01"), "end": query.index("2025-03-01") + 10,
+                                                 "text": "2025-03-01"}]

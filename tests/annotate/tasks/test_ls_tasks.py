@@ -114,12 +114,25 @@ def test_text_from_the_sample_is_escaped_in_the_html(drafts) -> None:
 
 
 # --------------------------------------------------------------------------------------- back again
-@pytest.mark.parametrize("sample_id", ["hotels-paris", "airports-sydney", "two-cities", "hotels-rome-wrong"])
+def test_accepting_a_draft_whose_value_the_query_does_not_state_is_sent_back(drafts) -> None:
+    """The query asks for Rome, the draft searches Paris: accepting it as it is names the argument."""
+    outcome = corrected(drafts["hotels-rome-wrong"], answer(senior_task(drafts["hotels-rome-wrong"])))
+    assert not outcome.ok
+    assert [(p.code.value, p.message.split(":")[0]) for p in outcome.problems] == [("provenance_missing", 'var_1.query="Paris"')]
+
+
+@pytest.mark.parametrize("sample_id", ["hotels-paris", "airports-sydney", "two-cities"])
 def test_accepting_the_prefilled_draft_gives_back_the_draft_exactly(drafts, sample_id) -> None:
     draft = drafts[sample_id]
     outcome = corrected(draft, answer(senior_task(draft)))
     assert outcome.ok, outcome.problems
-    assert sample_to_dict(outcome.sample.model_copy(deep=True)) == sample_to_dict(draft.model_copy(deep=True))
+    gold = sample_to_dict(outcome.sample.model_copy(deep=True))
+    # the gold says where each of its values comes from (meta.provenance); the rest is the draft
+    provenance = gold["meta"].pop("provenance")
+    assert set(provenance) == {call.label for call in draft.all_calls()}
+    if not gold["meta"]:
+        gold.pop("meta")
+    assert gold == sample_to_dict(draft.model_copy(deep=True))
 
 
 def test_a_fixed_argument_is_re_executed_in_the_environment(drafts, travel_environment) -> None:
@@ -170,7 +183,13 @@ def test_deleting_the_entry_a_reference_reads_makes_the_kept_response_inconsiste
 
 def test_with_the_environment_the_same_deletion_gives_the_district_hotels(drafts, travel_environment) -> None:
     draft = drafts["hotels-paris"]
-    outcome = corrected(draft, answer(senior_task(draft), "fix", delete=["var_1.data[0]"]), travel_environment)
+    # the city deleted alone leaves four Paris districts, and nothing in the query says which one
+    # the search reads (the gold audit sends it back); with the three others deleted, one is left
+    alone = corrected(draft, answer(senior_task(draft), "fix", delete=["var_1.data[0]"]), travel_environment)
+    assert [p.code for p in alone.problems] == [ProblemCode.GOLD_AUDIT] * 2
+    assert "var_2.dest_id reads var_1.data[0] of 4 entries" in alone.problems[0].message
+    deletions = ["var_1.data[0]", "var_1.data[2]", "var_1.data[3]", "var_1.data[4]"]
+    outcome = corrected(draft, answer(senior_task(draft), "fix", delete=deletions), travel_environment)
     assert outcome.ok, outcome.problems
     assert outcome.sample.calls[1][0].response["data"]["destination"]["dest_id"] == "300401"
 

@@ -51,6 +51,8 @@ def flight_sample(origin: str, destination: str, environment) -> Sample:
 
 def judge(body: dict[str, Any], call_index: int) -> dict[str, Any]:
     text = body["messages"][-1]["content"]
+    if "You audit one gold answer" in text:  # the gold judge (tests/fcbench/checks/test_gold_judge.py)
+        return {"content": json.dumps({"answer": "yes", "reason": "exactly what it asks"})}
     asked = next(name for name, marker in QUESTION_MARKERS.items() if marker in text)
     # the responses question shows no query: the route is read from the lookups' arguments
     route = next(route for route in ROUTES if all(f'{{"query": "{place}"}}' in text for place in route))
@@ -130,7 +132,8 @@ def test_filter_stage_runs_the_semantic_check_when_an_llm_is_configured(samples,
         summary = run_filter_stage(pipeline)
         rejects = [json.loads(line) for line in (pipeline.build_dir / "validated.rejects.jsonl").read_text().splitlines()]
         offline = run_filter_stage(pipeline, offline=True)
-    assert summary.counts == {"passed": 1, "failed_format": 0, "failed_text": 0, "failed_grounding": 0, "failed_execution": 0,
+    assert summary.counts == {"passed": 1, "failed_format": 0, "failed_text": 0, "failed_grounding": 0, "failed_gold": 0,
+                              "failed_execution": 0,
                               "failed_reproduction": 0, "failed_semantic": 3}
     assert summary.reasons == {"semantic.incomplete_path": 1, "semantic.response_mismatch": 1,
                                "semantic.unsupported_argument": 1}
@@ -143,8 +146,10 @@ def test_a_value_no_grounding_rule_explains_is_left_to_the_semantic_check_and_fa
     def unexplained(origin: str, destination: str) -> Sample:
         sample = flight_sample(origin, destination, environment)
         step = [call.model_copy(update={"arguments": {**call.arguments, "departDate": "2025-06-14"}})
-                for call in sample.calls[1]]  # the query says June 12: no rule derives the 14th
-        return execute_gold_path(sample.model_copy(update={"calls": [sample.calls[0], step]}), environment).sample
+                for call in sample.calls[1]]  # "mid-June": no rule derives the 14th
+        query = [{"role": "user", "content": f"Find flights from {origin} to {destination} in mid-June 2025."}]
+        return execute_gold_path(sample.model_copy(update={"calls": [sample.calls[0], step], "messages": query}),
+                                 environment).sample
 
     deferred = [unexplained("Sydney", "London"), unexplained("Tokyo", "Paris")]
     candidates = tmp_path / "candidates.jsonl"

@@ -221,7 +221,9 @@ def test_llm_fill_along_the_fixed_path(tmp_path, environment):
     assert variant.provenance.parent_id == "tpl-1" and variant.provenance.model == "mock-model"
     assert variant.provenance.stage == "stage3"
     reasons = {r["id"]: r["reason"] for r in result.rejects}
-    assert reasons == {"tpl-1-v2": "stage3.dropped_slot_value", "tpl-1-v3": "stage3.duplicate_query"}
+    # variant 2's "Rome" is nowhere in its query ("Tokyo to Paris"): no span gives it
+    assert reasons == {"tpl-1-v2": "grounding.ungrounded_value", "tpl-1-v3": "stage3.duplicate_query"}
+    assert variant.meta["provenance"]["var_3"]["departDate"]["spans"][0]["text"] == "September 5, 2025"
     assert result.summary["llm"]["requests_sent"] == 6  # a rewrite and a fill per variant
 
 

@@ -1,0 +1,96 @@
+"""The hand-checked set: built samples read by a person, one verdict each, and the error rate of a
+build measured on its held-out part (pure, apart from `read_handcheck`).
+
+Each line of the file (`tests/data/gold_handcheck.jsonl` for the bundled builds) is
+`{"build", "sample_id", "verdict": "ok"|"problem", "kind", "note", "split": "tuning"|"held_out"}`.
+The split is a seeded hash of the sample id (`split_of`), so which samples are held out is decided
+before anyone reads them; the held-out part is never used to tune a rule, and the error rate the
+dataset card states is measured on it alone (problems / held-out samples of that build).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from fcbench.errors import UserError
+
+HELD_OUT_SEED = "fcbench-gold-handcheck"
+HOW_MEASURED = ("each sample read by hand as a careful annotator reads it: the query against the resolved path "
+                "(references replaced by the values they read) and the picks recomputed over the responses; "
+                "'problem' is any defect of issue 26's list (wrong gold, an ambiguous query, a broken query text); "
+                "the held-out part is about a third of the samples, chosen by a seeded hash of the id before "
+                "reading and never used to tune a rule")
+
+
+class HandCheck(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    build: str
+    sample_id: str
+    verdict: Literal["ok", "problem"]
+    kind: str = ""
+    note: str = ""
+    split: Literal["tuning", "held_out"]
+
+
+def split_of(sample_id: str) -> Literal["tuning", "held_out"]:
+    """About one id in three is held out, by a seeded hash (no reader chooses)."""
+    digest = hashlib.sha256(f"{HELD_OUT_SEED}:{sample_id}".encode()).digest()
+    return "held_out" if digest[0] % 3 == 0 else "tuning"
+
+
+@dataclass(frozen=True)
+class HandCheckSummary:
+    build: str
+    checked: int  # every hand-checked sample of the build
+    problems: int
+    held_out: int
+    held_out_problems: int
+    source: str  # the file, as pipelines.yaml names it
+
+    @property
+    def error_rate(self) -> float | None:
+        return self.held_out_problems / self.held_out if self.held_out else None
+
+    def as_dict(self) -> dict[str, object]:
+        return {"build": self.build, "checked": self.checked, "problems": self.problems, "held_out": self.held_out,
+                "held_out_problems": self.held_out_problems, "error_rate": self.error_rate, "source": self.source,
+                "how": HOW_MEASURED}
+
+
+def summarize(checks: list[HandCheck], build: str, source: str) -> HandCheckSummary:
+    mine = [check for check in checks if check.build == build]
+    held = [check for check in mine if check.split == "held_out"]
+    return HandCheckSummary(build, len(mine), sum(c.verdict == "problem" for c in mine), len(held),
+                            sum(c.verdict == "problem" for c in held), source)
+
+
+def parse_handcheck(text: str, where: str) -> list[HandCheck]:
+    checks = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            check = HandCheck.model_validate(json.loads(line))
+        except (json.JSONDecodeError, ValueError) as exc:
+            raise UserError(f"{where}:{number}: not a hand-check line ({str(exc).splitlines()[0]})") from None
+        if check.split != split_of(check.sample_id):
+            raise UserError(f"{where}:{number}: {check.sample_id} is {split_of(check.sample_id)} by its hash, "
+                            f"not {check.split}")
+        checks.append(check)
+    return checks
+
+
+def read_handcheck(path: Path, build: str, source: str) -> HandCheckSummary:
+    if not path.is_file():
+        raise UserError(f"{path}: no such hand-check file (stages.export.handcheck)")
+    return summarize(parse_handcheck(path.read_text(encoding="utf-8"), str(source)), build, source)
+
+
+__all__ = ["HOW_MEASURED", "HandCheck", "HandCheckSummary", "parse_handcheck", "read_handcheck", "split_of", "summarize"]
