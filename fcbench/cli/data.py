@@ -329,12 +329,15 @@ def _stages_table(name: str, pipeline: Any) -> Table:
 # ------------------------------------------------------------------------------------------------ new
 @command("new", epilog="Example:  build-dataset new my-api --openapi ../shared/external/amadeus/HotelList_v1_swagger_specification.json "
              "--base-url http://127.0.0.1:4010 --auth-env MY_API_TOKEN\n\n"
-             "(then, with the server up and MY_API_TOKEN set: build-dataset stage1 my-api --record)")
+             "(then, with the server up and MY_API_TOKEN set: build-dataset stage1 my-api --record)\n\n"
+             "Example:  build-dataset new my-cities --python tests/data/city_tools.py")
 @user_errors
 def new_command(
     name: str = typer.Argument(..., help="The new pipeline's name (also its folder datasets/NAME)."),
-    openapi: list[Path] = typer.Option(..., "--openapi", help="An OpenAPI description (Swagger 2.0, OpenAPI 3.0/3.1; "
+    openapi: list[Path] = typer.Option([], "--openapi", help="An OpenAPI description (Swagger 2.0, OpenAPI 3.0/3.1; "
                                        "JSON or YAML) or a folder of them; repeatable."),
+    python: Optional[Path] = typer.Option(None, "--python", help="A Python module: each public function with type "
+                                          "hints and a docstring becomes a tool, executed in the python environment."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="The server to call, replacing the descriptions' "
                                            "server URLs."),
     auth_env: Optional[str] = typer.Option(None, "--auth-env", help="NAME of the environment variable holding the API "
@@ -343,16 +346,25 @@ def new_command(
     force: bool = typer.Option(False, "--force", help="Write over an existing datasets/NAME folder."),
     as_json: JsonOption = False,
 ) -> None:
-    """Scaffold a benchmark over your own API from its OpenAPI description.
+    """Scaffold a benchmark over your own API (OpenAPI) or your own Python functions.
 
-    Writes datasets/NAME/ beside the pipelines file (tools.json: one tool per operation;
-    value_pools.json: slots seeded from enums and examples; import_report.json: import notes and
-    lint-tools findings) and appends a pipeline with an `http` environment to the pipelines file
-    (its comments and order kept). Record responses with `--record` on stage1/filter/run; without
-    it calls are replayed offline from datasets/NAME/recorded.json."""
-    from fcbench.pipeline.scaffold import scaffold_dataset
+    Writes datasets/NAME/ beside the pipelines file (tools.json: one tool per operation or function;
+    value_pools.json: slots seeded from enums, examples and defaults; import_report.json: import
+    notes and lint-tools findings) and appends a pipeline to the pipelines file (its comments and
+    order kept). --openapi: an `http` environment; record responses with `--record` on
+    stage1/filter/run, without it calls are replayed offline from datasets/NAME/recorded.json.
+    --python: the module is copied to datasets/NAME/tools.py and run by the `python` environment; a
+    function without type hints is an error naming it and its parameter, before anything is written."""
+    from fcbench.pipeline.scaffold import scaffold_dataset, scaffold_python_dataset
 
-    result = scaffold_dataset(name, list(openapi), file, base_url=base_url, auth_env=auth_env, force=force)
+    if bool(openapi) == (python is not None):
+        raise UserError("new takes exactly one tool source: --openapi FILE... or --python MODULE")
+    if python is not None:
+        if base_url or auth_env:
+            raise UserError("--base-url and --auth-env are for --openapi; a --python module runs locally")
+        result = scaffold_python_dataset(name, python, file, force=force)
+    else:
+        result = scaffold_dataset(name, list(openapi), file, base_url=base_url, auth_env=auth_env, force=force)
     if as_json:
         print_json(result.as_dict())
         return

@@ -1,9 +1,13 @@
-"""`build-dataset new NAME --openapi FILE_OR_DIR...`: scaffold a benchmark over one's own API.
+"""`build-dataset new NAME --openapi FILE_OR_DIR...` or `--python module.py`: scaffold a benchmark
+over one's own API or one's own Python functions.
 
 Writes `datasets/NAME/` (tools.json, value_pools.json, import_report.json) and appends a pipeline
-entry to pipelines.yaml as text, so the file's comments and order stay exactly as they were. The
-entry uses an `http` environment replayed from `datasets/NAME/recorded.json`; `--record` on a
-stage (or `run`) calls the server and fills that store.
+entry to pipelines.yaml as text, so the file's comments and order stay exactly as they were.
+- OpenAPI: the entry uses an `http` environment replayed from `datasets/NAME/recorded.json`;
+  `--record` on a stage (or `run`) calls the server and fills that store.
+- Python: the module is copied to `datasets/NAME/tools.py` and executed by the `python`
+  environment (worker subprocesses with timeouts); its tools come from its typed signatures and
+  docstrings (`fcbench.catalog.python_module`), checked before anything is written.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 
 from fcbench.catalog.lint import count_by_code, lint_tools
 from fcbench.catalog.openapi import OpenAPIImport, import_openapi
+from fcbench.catalog.python_module import tools_from_python
 from fcbench.config import PIPELINE_NAME_PATTERN, load_pipelines
 from fcbench.errors import UserError
 from fcbench.jsonl import write_json, write_text
@@ -156,23 +161,28 @@ def pipeline_entry(name: str, dataset_dir: str, imported: OpenAPIImport, base_ur
     return "\n".join(lines) + "\n"
 
 
-def scaffold_dataset(name: str, openapi: list[Path], pipelines_file: Path, *, base_url: str | None = None,
-                     auth_env: str | None = None, force: bool = False) -> ScaffoldResult:
+def _new_target(name: str, pipelines_file: Path, force: bool) -> tuple[str, Path]:
+    """(dataset_dir as written in the file, its absolute folder), refused when taken."""
     if not re.match(PIPELINE_NAME_PATTERN, name):
         raise UserError(f"{name!r}: a pipeline name is lower-case letters, digits, '-' and '_'")
+    config = load_pipelines(pipelines_file)
+    if name in config.pipelines:
+        raise UserError(f"{pipelines_file}: a pipeline named {name!r} is already declared")
+    dataset_dir = f"datasets/{name}"
+    target = pipelines_file.resolve().parent / dataset_dir
+    if target.exists() and any(target.iterdir()) and not force:
+        raise UserError(f"{target}: already exists (use --force to write over it)")
+    return dataset_dir, target
+
+
+def scaffold_dataset(name: str, openapi: list[Path], pipelines_file: Path, *, base_url: str | None = None,
+                     auth_env: str | None = None, force: bool = False) -> ScaffoldResult:
     if auth_env and not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", auth_env):
         raise UserError(f"--auth-env takes the NAME of an environment variable, not a value: {auth_env!r}")
     for path in openapi:
         if not path.exists():
             raise UserError(f"{path}: no such file or folder")
-    config = load_pipelines(pipelines_file)
-    if name in config.pipelines:
-        raise UserError(f"{pipelines_file}: a pipeline named {name!r} is already declared")
-    root = pipelines_file.resolve().parent
-    dataset_dir = f"datasets/{name}"
-    target = root / dataset_dir
-    if target.exists() and any(target.iterdir()) and not force:
-        raise UserError(f"{target}: already exists (use --force to write over it)")
+    dataset_dir, target = _new_target(name, pipelines_file, force)
     imported = import_openapi(openapi)
     if not imported.tools:
         problems = "; ".join(note.describe() for note in imported.errors[:3])
@@ -195,6 +205,87 @@ def scaffold_dataset(name: str, openapi: list[Path], pipelines_file: Path, *, ba
     write_text(pipelines_file, new_text)
     return ScaffoldResult(name, dataset_dir, len(records), len(imported.files), len(pools["slots"]),
                           [note.as_dict() for note in imported.notes], count_by_code(findings),
+                          [finding.as_dict() for finding in findings], str(pipelines_file))
+
+
+# ------------------------------------------------------------------------------ from Python
+def python_value_pools(tools: list[Tool]) -> dict[str, Any]:
+    """One slot per parameter name with `enum` values or a literal default (the values a function
+    itself names); the offline graph sampler draws start arguments from these. Parameters without
+    any are left for the user to fill (or for an earlier call's output to feed)."""
+    slots: dict[str, dict[str, Any]] = {}
+    for tool in tools:
+        for name, schema in (tool.parameters.get("properties") or {}).items():
+            values = [*schema.get("enum", []), *([schema["default"]] if "default" in schema else [])]
+            values = [value for value in values if value is not None]
+            if not values:
+                continue
+            slot = slots.setdefault(name, {"description": f"values of `{name}` from the functions' Literal types "
+                                                          f"and defaults", "used_by": [], "values": []})
+            for value in values:
+                if {"value": value} not in slot["values"] and len(slot["values"]) < MAX_POOL_VALUES:
+                    slot["values"].append({"value": value})
+            slot["used_by"].append({"tool": tool.name, "arguments": {name: "value"}})
+    return {"description": "Slot values seeded by `build-dataset new --python` from Literal types and defaults; "
+                           "add the values users would state for the other parameters.",
+            "slots": dict(sorted(slots.items()))}
+
+
+def python_pipeline_entry(name: str, dataset_dir: str, module: str, tools: int) -> str:
+    """The YAML text of a pipeline over a Python module (indented for the `pipelines:` mapping)."""
+    return "\n".join([
+        "",
+        f"  {name}:",
+        "    description: >-",
+        f"      Imported by `build-dataset new --python` from {module}: {tools} tools from its typed",
+        "      signatures and docstrings, executed in worker subprocesses.",
+        f"    dataset_dir: {dataset_dir}",
+        "    seed: 0",
+        f"    domains: [{json.dumps(name)}]",
+        f"    tools: {dataset_dir}/tools.json",
+        "    environment:",
+        "      kind: python               # the module's functions, each call in a worker with a timeout",
+        f"      module: {dataset_dir}/tools.py",
+        "      timeout_s: 5",
+        "    stages:",
+        "      stage1:",
+        "        offline: true            # graph sampler: start values from value_pools.json",
+        "        queries: 20",
+        "      stage3:",
+        "        variants: 3",
+        "        fill: slots",
+        f"        value_pools: {dataset_dir}/value_pools.json",
+        "      filter:",
+        "        grounding: reject",
+        "      export:",
+        "        split: ratio",
+        "        ratios: {test: 1.0}",
+        "        formats: [parquet, fcbench]",
+    ]) + "\n"
+
+
+def scaffold_python_dataset(name: str, module: Path, pipelines_file: Path, *, force: bool = False) -> ScaffoldResult:
+    """`new NAME --python module.py`: every check (the module parses, each public function is typed)
+    happens before anything is written."""
+    if not module.is_file():
+        raise UserError(f"{module}: no such file")
+    dataset_dir, target = _new_target(name, pipelines_file, force)
+    imported = tools_from_python(module)
+    records = [{"name": tool.name, "description": tool.description, "parameters": tool.parameters,
+                "returns": tool.returns, "domain": name} for tool in imported.tools]
+    pools = python_value_pools(imported.tools)
+    findings = lint_tools(imported.tools)
+    new_text = _appended(pipelines_file, name, python_pipeline_entry(name, dataset_dir, module.name, len(records)))
+    target.mkdir(parents=True, exist_ok=True)
+    write_text(target / "tools.py", module.read_text(encoding="utf-8"))
+    write_json(target / "tools.json", records, indent=2)
+    write_json(target / "value_pools.json", pools, indent=2)
+    write_json(target / "import_report.json", {
+        "files": [str(module)], "tools": len(records), "notes": [],
+        "lint": {"counts": count_by_code(findings), "findings": [finding.as_dict() for finding in findings]},
+    }, indent=2)
+    write_text(pipelines_file, new_text)
+    return ScaffoldResult(name, dataset_dir, len(records), 1, len(pools["slots"]), [], count_by_code(findings),
                           [finding.as_dict() for finding in findings], str(pipelines_file))
 
 
