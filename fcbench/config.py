@@ -188,6 +188,9 @@ class FilterConfig(_Config):
     grounding: Literal["report", "reject"] = "report"  # argument values not grounded in the query
     repeat: int = Field(1, ge=1, le=100)  # executions per candidate, to catch non-deterministic tools
     tolerance: ToleranceConfig = Field(default_factory=ToleranceConfig)
+    # calls that must read an earlier call's output (NESTful's nested calls); a sample with fewer
+    # is rejected as gold.too_few_nested_calls. 0: any path shape is kept
+    min_nested_calls: int = Field(0, ge=0, le=1000)
 
 
 class ExportConfig(_Config):

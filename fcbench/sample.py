@@ -128,17 +128,19 @@ class PathShape:
     n_calls: int
     nesting_depth: int  # edges on the longest chain of references; 0 when no call reads another
     n_dependencies: int  # (call, earlier call it reads) pairs
+    n_nested_calls: int = 0  # calls that read an earlier call's output (NESTful's nested calls)
 
 
 def path_shape(sample: Sample) -> PathShape:
     steps = sample.all_steps()
     calls = [call for step in steps for call in step]
     depth_by_label: dict[str, int] = {}
-    n_dependencies = 0
+    n_dependencies = n_nested_calls = 0
     for call in calls:
         read_labels = {ref.label for ref in iter_references(call.arguments)} - {call.label}
         known = [depth_by_label[label] + 1 for label in read_labels if label in depth_by_label]
         n_dependencies += len(read_labels)
+        n_nested_calls += bool(read_labels)
         depth_by_label[call.label] = max(known, default=0)
     if not calls:
         difficulty = Difficulty.NONE
@@ -154,6 +156,7 @@ def path_shape(sample: Sample) -> PathShape:
         n_calls=len(calls),
         nesting_depth=max(depth_by_label.values(), default=0),
         n_dependencies=n_dependencies,
+        n_nested_calls=n_nested_calls,
     )
 
 

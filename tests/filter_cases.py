@@ -75,7 +75,7 @@ EXPECTED = {
 }
 
 
-def write_pipeline(tmp_path: Path, candidates: list[str], *, grounding: str = "reject") -> Path:
+def write_pipeline(tmp_path: Path, candidates: list[str], *, grounding: str = "reject", min_nested_calls: int = 0) -> Path:
     dataset = tmp_path / "toy"
     dataset.mkdir()
     (dataset / "candidates.jsonl").write_text("\n".join(candidates) + "\n")
@@ -91,5 +91,6 @@ def write_pipeline(tmp_path: Path, candidates: list[str], *, grounding: str = "r
                 input: toy/candidates.jsonl
                 grounding: {grounding}
                 repeat: 2
+                min_nested_calls: {min_nested_calls}
         """))
     return pipelines

@@ -19,7 +19,7 @@ from fcbench.environments.execution import GoldPathResult
 from fcbench.checks.grounding import grounding_report
 from fcbench.checks.query_text import query_text_problems
 from fcbench.references import is_reference
-from fcbench.sample import Sample
+from fcbench.sample import Sample, path_shape
 from fcbench.checks.validate import semantic_problems
 
 # Verdicts that said "could not decide", not "bad": a re-run decides these samples again instead of
@@ -33,6 +33,7 @@ class FilterCategory(str, Enum):
     FAILED_FORMAT = "failed_format"
     FAILED_TEXT = "failed_text"  # the query reads wrong (fcbench.checks.query_text): reasons text.*
     FAILED_GROUNDING = "failed_grounding"
+    FAILED_GOLD = "failed_gold"  # the gold audit: the path does not do exactly what the query asks
     FAILED_EXECUTION = "failed_execution"
     FAILED_REPRODUCTION = "failed_reproduction"
     FAILED_SEMANTIC = "failed_semantic"  # only when a semantic check is given (an LLM judges meaning)
@@ -93,6 +94,11 @@ def static_verdict(sample: Sample, settings: FilterConfig, semantic_check: bool 
     text = text_verdict(sample)
     if text is not None:
         return text
+    nested = path_shape(sample).n_nested_calls
+    if nested < settings.min_nested_calls:
+        return _reject(sample.id, FilterCategory.FAILED_GOLD, "gold.too_few_nested_calls",
+                       f"{nested} call(s) read an earlier call's output; the pipeline asks for at least "
+                       f"{settings.min_nested_calls} (stages.filter.min_nested_calls)")
     report = grounding_report(sample)
     notes = [f"ungrounded value {value.describe()}" for value in report.ungrounded]
     derived = [value.as_dict() for value in report.derived]

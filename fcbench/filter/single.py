@@ -5,7 +5,8 @@ Checks run cheapest first, and the first failing one decides:
    call names known parameters, gives the required ones, and its literal values fit their types;
 2. text: the query reads as a person writes (`fcbench.checks.query_text`): no joined clauses,
    doubled words, unfilled slots, dangling connectives, API codes, count-noun disagreement or
-   24-hour values with am/pm; a reject `text.<code>` (category failed_text) otherwise;
+   24-hour values with am/pm; a reject `text.<code>` (category failed_text) otherwise; and the path
+   has the shape the pipeline asks for (`min_nested_calls`: calls reading an earlier output);
 3. grounding: every literal argument value is supported by the query or an earlier response
    (`fcbench.checks.grounding`); reported on the kept sample, or a reject when the pipeline says so;
 4. execution: the gold path runs in the pipeline's environment;
@@ -13,7 +14,7 @@ Checks run cheapest first, and the first failing one decides:
    pipeline), and running it again (`repeat`) gives the same responses every time.
 
 The categories follow APIGen's table (passed, failed format, failed execution, failed reproduction),
-with the query text and grounding counted on lines of their own. Decisions are journaled as they are made, so a run killed
+with the query text, grounding and the gold audit (`failed_gold`, reasons `gold.*`) counted on lines of their own. Decisions are journaled as they are made, so a run killed
 midway resumes where it stopped; the output files are written once, atomically, in input order, and
 a resumed run writes the same bytes as a clean one.
 """

@@ -130,7 +130,7 @@ def test_filter_stage_runs_the_semantic_check_when_an_llm_is_configured(samples,
         summary = run_filter_stage(pipeline)
         rejects = [json.loads(line) for line in (pipeline.build_dir / "validated.rejects.jsonl").read_text().splitlines()]
         offline = run_filter_stage(pipeline, offline=True)
-    assert summary.counts == {"passed": 1, "failed_format": 0, "failed_text": 0, "failed_grounding": 0, "failed_execution": 0,
+    assert summary.counts == {"passed": 1, "failed_format": 0, "failed_text": 0, "failed_grounding": 0, "failed_gold": 0, "failed_execution": 0,
                               "failed_reproduction": 0, "failed_semantic": 3}
     assert summary.reasons == {"semantic.incomplete_path": 1, "semantic.response_mismatch": 1,
                                "semantic.unsupported_argument": 1}

@@ -41,7 +41,7 @@ def test_each_failure_gets_its_reason_and_the_summary_counts_them(tmp_path):
     assert all(reject["detail"] for reject in rejects)  # every reject says what exactly
 
     assert summary["total"] == 14
-    assert summary["counts"] == {"passed": 2, "failed_format": 6, "failed_text": 1, "failed_grounding": 1,
+    assert summary["counts"] == {"passed": 2, "failed_format": 6, "failed_text": 1, "failed_grounding": 1, "failed_gold": 0,
                                  "failed_execution": 1, "failed_reproduction": 3}
     text = next(reject for reject in rejects if reject["reason"] == "text.joined_clauses")
     assert text["detail"] == "joined_clauses: 'then and' ('then' runs into 'and')"
@@ -61,6 +61,25 @@ def test_grounding_in_report_mode_keeps_the_sample_and_lists_the_value(tmp_path)
     summary = _run_filter_cli(write_pipeline(tmp_path, lines, grounding="report"))
     assert summary["counts"]["passed"] == 1
     assert summary["grounding_notes"] == {"ungrounded": ["ungrounded value c1.a=7", "ungrounded value c1.b=8"]}
+
+
+def test_a_pipeline_may_require_nested_calls(tmp_path):
+    """`min_nested_calls: 1`: a path whose calls read no earlier output is a gold reject of its own,
+    counted in the summary; a nested path of the same run is kept."""
+    lines = [line for line in one_of_each_failure() if '"passes"' in line or '"nested_passes"' in line]
+    summary = _run_filter_cli(write_pipeline(tmp_path, lines, min_nested_calls=1))
+    rejects = [json.loads(line) for line in (tmp_path / "toy" / "build" / "validated.rejects.jsonl").read_text().splitlines()]
+    assert summary["counts"]["passed"] == 1 and summary["counts"]["failed_gold"] == 1
+    assert summary["reasons"] == {"gold.too_few_nested_calls": 1}
+    assert [(row["id"], row["category"], row["reason"]) for row in rejects] == \
+        [("passes", "failed_gold", "gold.too_few_nested_calls")]
+    assert "at least 1" in rejects[0]["detail"]
+    # two nested calls asked: the one-reference path is rejected too (every candidate rejected: exit 1)
+    (tmp_path / "two").mkdir()
+    result = CliRunner().invoke(app, ["filter", "toy", "--file", str(write_pipeline(tmp_path / "two", lines, min_nested_calls=2))])
+    assert result.exit_code == 1
+    rejects = [json.loads(line) for line in (tmp_path / "two" / "toy" / "build" / "validated.rejects.jsonl").read_text().splitlines()]
+    assert [row["reason"] for row in rejects] == ["gold.too_few_nested_calls"] * 2
 
 
 def test_a_killed_filter_resumes_to_the_same_files_as_a_clean_run(tmp_path):
