@@ -134,6 +134,18 @@ class LLMConfig(_Config):
                          "variable and name that variable with api_key_env")
 
 
+class FromSeedsConfig(_Config):
+    """NESTful-style generation from seed examples (`generate.stage1.from_seeds`): offline, each
+    draft re-instantiates one seed's call structure (which call reads which earlier result) with
+    new values and writes its query from `phrases`; with an LLM, the model is shown `few_shot`
+    seeds and writes a new question and its call sequence, which is executed."""
+
+    file: str  # the seed samples (any format `convert` reads; canonical JSON Lines here)
+    phrases: str | None = None  # offline: how a query names each tool's result (JSON, see datasets/nestful-gen)
+    few_shot: int = Field(3, ge=1, le=20)  # LLM: seed examples per prompt
+    max_calls: int = Field(12, ge=2, le=100)  # a seed structure longer than this (after merging repeats) is skipped
+
+
 class Stage1Config(_Config):
     """Coarse generation: queries from sampled tool subsets, then a drafted call path."""
 
@@ -144,6 +156,8 @@ class Stage1Config(_Config):
     max_steps: int = Field(6, ge=1, le=100)
     # offline sampler: a goal tool weighs its chain length to this power (higher: deeper paths)
     chain_bias: float = Field(2.0, ge=0, le=10)
+    # NESTful-style: drafts made from seed examples instead of sampled tool subsets
+    from_seeds: FromSeedsConfig | None = None
 
     @field_validator("tool_subset_sizes")
     @classmethod

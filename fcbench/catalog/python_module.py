@@ -175,6 +175,8 @@ class _ModuleTypes:
 
     def schema(self, node: ast.expr, seen: set[str] | None = None) -> dict[str, Any]:
         text = ast.unparse(node)
+        if isinstance(node, ast.Name) and node.id in self.aliases:  # `Number` says less than `int | float`
+            text = ast.unparse(self.aliases[node.id])
         schema = self._schema(node, seen or set())
         if schema.get("type") != text and SOURCE_TYPE_KEY not in schema:
             schema[SOURCE_TYPE_KEY] = text

@@ -115,7 +115,9 @@ def stats(
     samples hard: tokens of context (messages + tool specs + gold responses, cl100k_base BPE,
     offline), the longest argument value, the share of samples whose arguments need values found
     in responses, constraints per query; a context-length histogram; difficulty splits (derived
-    from the gold path, and as published); nesting-depth and dependency-count distributions.
+    from the gold path, and as published); nesting-depth and dependency-count distributions;
+    NESTful's sequence length (calls per sample) and nested calls per sample; CallNavi's
+    per-domain easy/medium/hard counts (from the gold path, and as published).
     Items the reader rejects are counted with their reasons."""
     from fcbench.formats import FormatOptions, read_samples
     from fcbench.stats.tables import compute_stats
@@ -143,10 +145,34 @@ def _print_stats_tables(file: Path, result: Any) -> None:
     console.print(_count_table("difficulty (from the gold path)", "difficulty", result.difficulty))
     if result.published_difficulty:
         console.print(_count_table("difficulty (as published)", "label", result.published_difficulty))
-    console.print(_count_table("nesting depth", "depth", result.nesting_depth))
+    console.print(_count_table("nesting depth (edges on the longest chain; NESTful counts calls: depth + 1)",
+                               "depth", result.nesting_depth))
     console.print(_count_table("dependencies per sample", "dependencies", result.dependencies))
+    console.print(_count_table("sequence length (NESTful: calls per sample)", "calls", result.sequence_length))
+    console.print(_count_table("nested calls per sample (NESTful: calls reading an earlier output)", "nested calls",
+                               result.nested_calls))
+    console.print(_difficulty_by_domain_table("CallNavi difficulty per domain (from the gold path: easy = one call, "
+                                              "medium = independent calls, hard = a call reads an earlier output)",
+                                              result.difficulty_by_domain))
+    if result.published_difficulty_by_domain:
+        console.print(_difficulty_by_domain_table("difficulty per domain (as published)",
+                                                  result.published_difficulty_by_domain))
     if result.reject_reasons:
         console.print(_count_table("rejected items by reason", "reason", result.reject_reasons))
+
+
+def _difficulty_by_domain_table(title: str, rows: dict[str, dict[str, int]]) -> Table:
+    """CallNavi's Data_statistics.py table: one row per domain, a column per difficulty, the total."""
+    levels = list(dict.fromkeys(level for counts in rows.values() for level in counts))
+    table = Table(title=title)
+    for column in ("domain", *levels, "total"):
+        table.add_column(column, justify="left" if column == "domain" else "right")
+    for domain, counts in rows.items():
+        table.add_row(domain, *(str(counts.get(level, 0)) for level in levels), str(sum(counts.values())))
+    if len(rows) > 1:
+        table.add_row("all", *(str(sum(c.get(level, 0) for c in rows.values())) for level in levels),
+                      str(sum(sum(c.values()) for c in rows.values())))
+    return table
 
 
 # ---------------------------------------------------------------------------------------- lint-tools

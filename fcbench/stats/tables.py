@@ -84,6 +84,14 @@ class DatasetStats:
     published_difficulty: dict[str, int] = field(default_factory=dict)  # as the source labelled it
     nesting_depth: dict[int, int] = field(default_factory=dict)
     dependencies: dict[int, int] = field(default_factory=dict)
+    # NESTful's measures: calls per sample (sequence length) and calls reading an earlier output
+    sequence_length: dict[int, int] = field(default_factory=dict)
+    nested_calls: dict[int, int] = field(default_factory=dict)
+    # CallNavi's table: per domain, samples by difficulty derived from the gold path, named as
+    # CallNavi names them (easy = one call, medium = several independent calls, hard = a call
+    # reads an earlier output), beside the published label when the source had one
+    difficulty_by_domain: dict[str, dict[str, int]] = field(default_factory=dict)
+    published_difficulty_by_domain: dict[str, dict[str, int]] = field(default_factory=dict)
     encoding: str = ENCODING  # the tokenizer every token count is made with
     context_histogram: dict[str, int] = field(default_factory=dict)  # bucket label -> samples
     long_context_share: float = 0.0  # samples over LONG_CONTEXT tokens
@@ -101,6 +109,10 @@ class DatasetStats:
             "published_difficulty": self.published_difficulty,
             "nesting_depth": {str(depth): n for depth, n in self.nesting_depth.items()},
             "dependencies": {str(count): n for count, n in self.dependencies.items()},
+            "sequence_length": {str(count): n for count, n in self.sequence_length.items()},
+            "nested_calls": {str(count): n for count, n in self.nested_calls.items()},
+            "difficulty_by_domain": self.difficulty_by_domain,
+            "published_difficulty_by_domain": self.published_difficulty_by_domain,
             "tokenizer": self.encoding,
             "context_histogram": self.context_histogram,
             "long_context_share": round(self.long_context_share, 4),
@@ -108,6 +120,13 @@ class DatasetStats:
             "constraint_kinds": self.constraint_kinds,
             "queries_with_constraints": self.queries_with_constraints,
         }
+
+
+# CallNavi's labels for fcbench's derived difficulty (builders notes §2.2: easy = exactly one call,
+# medium = several calls whose inputs all come from the question, hard = a later call needs an
+# earlier call's output); a sample without calls counts as none
+CALLNAVI_LEVELS = ("easy", "medium", "hard", "none")
+CALLNAVI_DIFFICULTY = {"single": "easy", "multiple": "medium", "nested": "hard", "none": "none"}
 
 
 def domain_key(sample: Sample) -> str:
@@ -180,6 +199,8 @@ def compute_stats(items: Iterable[Sample | Rejected]) -> DatasetStats:
     labels: Counter[str] = Counter()
     constraint_kinds: Counter[str] = Counter()
     with_constraints = 0
+    by_domain_difficulty: dict[str, Counter[str]] = {}
+    by_domain_label: dict[str, Counter[str]] = {}
     for item in items:
         if isinstance(item, Rejected):
             reject_reasons[item.reason] += 1
@@ -195,6 +216,8 @@ def compute_stats(items: Iterable[Sample | Rejected]) -> DatasetStats:
         label = published_difficulty(item)
         if label is not None:
             labels[label] += 1
+            by_domain_label.setdefault(domain_key(item), Counter())[label] += 1
+        by_domain_difficulty.setdefault(domain_key(item), Counter())[CALLNAVI_DIFFICULTY[shape.difficulty.value]] += 1
     derived = Counter(shape.difficulty.value for shape in all_shapes)
     rows = [_domain_row(domain, by_domain[domain]) for domain in sorted(by_domain)]
     histogram = Counter(context_bucket(row.context_tokens) for row in all_rows)
@@ -208,6 +231,12 @@ def compute_stats(items: Iterable[Sample | Rejected]) -> DatasetStats:
         published_difficulty={label: labels[label] for label in sorted(labels, key=_label_sort_key)},
         nesting_depth=_sorted_counts(Counter(shape.nesting_depth for shape in all_shapes)),
         dependencies=_sorted_counts(Counter(shape.n_dependencies for shape in all_shapes)),
+        sequence_length=_sorted_counts(Counter(shape.n_calls for shape in all_shapes)),
+        nested_calls=_sorted_counts(Counter(shape.n_nested_calls for shape in all_shapes)),
+        difficulty_by_domain={domain: {level: counts[level] for level in CALLNAVI_LEVELS}
+                              for domain, counts in sorted(by_domain_difficulty.items())},
+        published_difficulty_by_domain={domain: {label: counts[label] for label in sorted(labels, key=_label_sort_key)}
+                                        for domain, counts in sorted(by_domain_label.items())},
         context_histogram={label: histogram[label] for label in BUCKET_LABELS},
         long_context_share=(sum(row.context_tokens > LONG_CONTEXT for row in all_rows) / len(all_rows)
                             if all_rows else 0.0),

@@ -90,15 +90,31 @@ def run_stage1(pipeline: PipelineConfig, offline: bool = False, environment: Env
     Streams: each draft is written as it is made, so memory does not grow with `queries`."""
     tools = _catalog(pipeline)
     use_llm = not (offline or pipeline.stages.stage1.offline or pipeline.llm is None)
-    pools = _value_pools(pipeline, required=not use_llm)
-    graph = build_feed_graph(tools, pools)
+    from_seeds = pipeline.stages.stage1.from_seeds is not None
+    if from_seeds:
+        from generate.stage1 import from_seeds as seeds_generator
+
+        seeds_generator.read_seeds(pipeline)  # a missing or empty seeds file is an error before anything runs
+    else:
+        pools = _value_pools(pipeline, required=not use_llm)
+        graph = build_feed_graph(tools, pools)
     paths = Stage1Paths.in_dir(pipeline.build_dir)
+    seeds_summary: dict[str, Any] | None = None
     with StagedFile(paths.drafts) as drafts, StagedFile(paths.rejects) as rejects:
         written = _Written(drafts, rejects)
         with environment_for(pipeline, [], environment) as opened:
-            generator, llm_summary = _generate(pipeline, tools, graph, pools, opened, use_llm, written)
+            if from_seeds and use_llm:
+                generator, (llm_summary, seeds_summary) = (pipeline.llm.model if pipeline.llm else ""), \
+                    seeds_generator.run_llm(pipeline, tools, opened, written.add, draft_id)
+            elif from_seeds:
+                generator, llm_summary = seeds_generator.GENERATOR, None
+                seeds_summary = seeds_generator.run_offline(pipeline, tools, opened, written.add, draft_id)
+            else:
+                generator, llm_summary = _generate(pipeline, tools, graph, pools, opened, use_llm, written)
         guarded = place_guarded(drafts, rejects, force=force, min_share=pipeline.min_output_share)
     summary = _summary(pipeline, written, generator, use_llm, llm_summary)
+    if seeds_summary is not None:
+        summary["seeds"] = seeds_summary
     finish_summary(guarded, summary, {"drafts": paths.drafts, "rejects": paths.rejects}, paths.summary)
     return Stage1Result(guarded.path(paths.drafts), guarded.path(paths.rejects), summary)
 
