@@ -158,13 +158,46 @@ class Stage1Config(_Config):
     chain_bias: float = Field(2.0, ge=0, le=10)
     # NESTful-style: drafts made from seed examples instead of sampled tool subsets
     from_seeds: FromSeedsConfig | None = None
+    # CallNavi-style: the share of drafts of each difficulty (easy = one call, medium = several
+    # independent calls, hard = a call reads an earlier call's output; shares sum to 1, counts by
+    # largest remainder); offline sampler only. None: whatever the sampler's goals give.
+    difficulty_quotas: dict[Literal["easy", "medium", "hard"], float] | None = None
+    # which tools a draft offers: `subset` (sampled sizes, ComplexFuncBench) or `domain` (every tool
+    # of the draft's domain) or `catalog` (every tool): CallNavi offers a domain's whole catalog
+    candidates: Literal["subset", "domain", "catalog"] = "subset"
+    # the longest candidate list a draft may offer. 115 is CallNavi's stated maximum ("up to 115
+    # candidates per domain", a secondary summary of the paper); the published catalogs have at most
+    # 101 APIs (telecommunications), and 115 is also the number of bank questions
+    # (docs: builders notes §2.1). Was a fixed 100.
+    candidate_tools_max: int = Field(115, ge=1, le=10_000)
+    # the graph sampler's start values; default stages.stage3.value_pools (a pipeline without a
+    # stage3, such as a CallNavi-style one, names them here)
+    value_pools: str | None = None
 
     @field_validator("tool_subset_sizes")
     @classmethod
     def _positive_sizes(cls, sizes: list[int]) -> list[int]:
-        if not sizes or any(size < 1 or size > 100 for size in sizes):
-            raise ValueError("expected a non-empty list of sizes, each from 1 to 100 tools")
+        if not sizes or any(size < 1 for size in sizes):
+            raise ValueError("expected a non-empty list of sizes, each at least 1 tool")
         return sizes
+
+    @field_validator("difficulty_quotas")
+    @classmethod
+    def _quotas_sum_to_one(cls, quotas: dict[str, float] | None) -> dict[str, float] | None:
+        if quotas is None:
+            return None
+        if not quotas or any(not 0 <= share <= 1 for share in quotas.values()):
+            raise ValueError("expected at least one difficulty, each with a share in [0, 1]")
+        if not math.isclose(sum(quotas.values()), 1.0, abs_tol=1e-9):
+            raise ValueError(f"difficulty shares must sum to 1, got {sum(quotas.values()):g}")
+        return quotas
+
+    @model_validator(mode="after")
+    def _sizes_within_the_cap(self) -> Stage1Config:
+        too_large = [size for size in self.tool_subset_sizes if size > self.candidate_tools_max]
+        if too_large:
+            raise ValueError(f"tool_subset_sizes: {too_large[0]} is above candidate_tools_max ({self.candidate_tools_max})")
+        return self
 
 
 class Stage2Config(_Config):

@@ -327,7 +327,12 @@ def _stages_table(name: str, pipeline: Any) -> Table:
     stage1 = stages.stage1
     settings = {
         "stage1": f"{'offline' if stage1.offline else 'llm'}, {stage1.queries} queries, "
-                  f"tool subsets {stage1.tool_subset_sizes}, max {stage1.max_steps} steps",
+                  + (f"from seeds {stage1.from_seeds.file}" if stage1.from_seeds else
+                     f"tool subsets {stage1.tool_subset_sizes}" if stage1.candidates == "subset" else
+                     f"candidates: every tool of the {stage1.candidates} (at most {stage1.candidate_tools_max})")
+                  + (", quotas " + ", ".join(f"{level} {share:g}" for level, share in stage1.difficulty_quotas.items())
+                     if stage1.difficulty_quotas else "")
+                  + f", max {stage1.max_steps} steps",
         "stage2": f"select {stages.stage2.select}",
         "stage3": f"{stages.stage3.variants} variants, fill by {stages.stage3.fill}",
         "filter": f"grounding {stages.filter.grounding}, repeat {stages.filter.repeat}, "
@@ -356,7 +361,7 @@ def _stages_table(name: str, pipeline: Any) -> Table:
 @command("new", epilog="Example:  build-dataset new my-api --openapi ../shared/external/amadeus/HotelList_v1_swagger_specification.json "
              "--base-url http://127.0.0.1:4010 --auth-env MY_API_TOKEN\n\n"
              "(then, with the server up and MY_API_TOKEN set: build-dataset stage1 my-api --record)\n\n"
-             "Example:  build-dataset new my-cities --python tests/data/city_tools.py")
+             "Example:  build-dataset new my-math --python datasets/nestful-gen/tools.py")
 @user_errors
 def new_command(
     name: str = typer.Argument(..., help="The new pipeline's name (also its folder datasets/NAME)."),

@@ -41,6 +41,7 @@ from fcbench.sample import Call, Provenance, Sample, Tool, path_shape, sample_to
 from fcbench.checks.validate import validate_record
 from generate.stage1.graph_sampler import (DEFAULT_PHRASES, DraftRequest, FeedGraph, PhraseBook, PlanFailed, ToolSubset,
                                     build_feed_graph, cross_domain_flags, propose_draft, sample_tool_subset, tool_domain)
+from generate.stage1.quotas import DERIVED, check_quotas, difficulty_plan, quota_counts, quota_subset, widened
 from generate.common import PROMPTS, in_windows, user_query_parser, value_pools_path
 from generate.slots import ValuePools, load_value_pools
 from fcbench.stage import PipelineContext, StageSummary
@@ -98,6 +99,12 @@ def run_stage1(pipeline: PipelineConfig, offline: bool = False, environment: Env
     else:
         pools = _value_pools(pipeline, required=not use_llm)
         graph = build_feed_graph(tools, pools)
+        quotas = pipeline.stages.stage1.difficulty_quotas
+        if quotas is not None:
+            if use_llm:
+                raise UserError("stages.stage1.difficulty_quotas plans each draft's calls: it needs the offline "
+                                "graph sampler (stages.stage1.offline: true or --offline)")
+            check_quotas(graph, quotas, pipeline.stages.stage1.queries, pipeline.stages.stage1.candidates)
     paths = Stage1Paths.in_dir(pipeline.build_dir)
     seeds_summary: dict[str, Any] | None = None
     with StagedFile(paths.drafts) as drafts, StagedFile(paths.rejects) as rejects:
@@ -189,10 +196,22 @@ SubsetOrReject = tuple[int, "ToolSubset | dict[str, Any]"]
 
 def _subsets(pipeline: PipelineConfig, graph: FeedGraph, use_llm: bool) -> Iterator[SubsetOrReject]:
     settings = pipeline.stages.stage1
+    if settings.difficulty_quotas is not None:  # CallNavi-style: the level of each draft is planned
+        for index, level in enumerate(difficulty_plan(settings.queries, settings.difficulty_quotas, pipeline.seed)):
+            try:
+                yield index, quota_subset(index, level, graph, settings.tool_subset_sizes, settings.candidates,
+                                          settings.candidate_tools_max, pipeline.seed)
+            except PlanFailed as exc:
+                yield index, {"id": draft_id(pipeline, index), "reason": "stage1.no_tool_subset", "detail": str(exc),
+                              "difficulty": level}
+        return
     for index, cross in enumerate(cross_domain_flags(settings.queries, settings.cross_domain_ratio, pipeline.seed)):
         try:
-            yield index, sample_tool_subset(index, cross, graph, settings.tool_subset_sizes, pipeline.seed,
-                                            plannable_only=not use_llm, chain_bias=settings.chain_bias)
+            subset = sample_tool_subset(index, cross, graph, settings.tool_subset_sizes, pipeline.seed,
+                                        plannable_only=not use_llm, chain_bias=settings.chain_bias)
+            if settings.candidates != "subset":  # every tool of the draft's domain(s), or of the catalog, up to the cap
+                subset = widened(subset, graph, settings.candidates, settings.candidate_tools_max)
+            yield index, subset
         except PlanFailed as exc:
             yield index, {"id": draft_id(pipeline, index), "reason": "stage1.no_tool_subset", "detail": str(exc)}
 
@@ -215,7 +234,14 @@ def _summary(pipeline: PipelineConfig, written: _Written, generator: str, use_ll
         "difficulty": dict(sorted(written.difficulty.items())),
         "reasons": dict(sorted(written.reasons.items())),
         "llm": llm_summary,
+        **({"quotas": _quota_summary(pipeline, written)} if pipeline.stages.stage1.difficulty_quotas else {}),
     }
+
+
+def _quota_summary(pipeline: PipelineConfig, written: _Written) -> dict[str, dict[str, int]]:
+    """Per CallNavi level: drafts asked by the quota and drafts made (the others are rejects)."""
+    asked = quota_counts(pipeline.stages.stage1.queries, pipeline.stages.stage1.difficulty_quotas or {})
+    return {level: {"asked": asked[level], "made": written.difficulty[DERIVED[level]]} for level in asked}
 
 
 # ------------------------------------------------------------------------------ offline path
@@ -254,6 +280,11 @@ def _offline_outcome(pipeline: PipelineConfig, index: int, subset: ToolSubset, t
         except PlanFailed as exc:
             failures[str(exc)] += 1
             continue
+        if subset.difficulty is not None:  # CallNavi quota: the path must have the planned level
+            shape = path_shape(Sample(id="probe", messages=[], tools=offered, calls=proposed.calls))
+            if shape.difficulty.value != DERIVED[subset.difficulty]:
+                failures[f"planned {subset.difficulty}, the path is {shape.difficulty.value}"] += 1
+                continue
         plan = plan_key(proposed.calls)
         if proposed.query in seen_queries or plan in seen_queries:
             failures["the query repeats an earlier draft"] += 1
@@ -289,7 +320,8 @@ def _offline_sample(pipeline: PipelineConfig, index: int, subset: ToolSubset, of
         calls=calls,
         provenance=Provenance(stage="stage1", model=GRAPH_SAMPLER, prompt_file=phrases.shown_as,
                               prompt_hash=phrases.sha256, seed=pipeline.seed, sampled_tools=list(subset.tools)),
-        meta={"stage1": {"cross_domain": subset.cross_domain, "goals": list(subset.goals), "attempts": attempts},
+        meta={"stage1": {"cross_domain": subset.cross_domain, "goals": list(subset.goals), "attempts": attempts,
+                         **({"planned_difficulty": subset.difficulty} if subset.difficulty else {})},
               **({PICKS_META: list(picks)} if picks else {})},
     )
 

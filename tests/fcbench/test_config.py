@@ -43,7 +43,8 @@ def _problems(tmp_path: Path, text: str) -> list[str]:
 
 def test_shipped_pipelines_file_declares_travel_nestful_math_and_amadeus():
     config = load_pipelines(REPO / "pipelines.yaml")
-    assert list(config.pipelines) == ["travel", "nestful-math", "nestful-gen", "amadeus", "travel-chat", "travel-full"]
+    assert list(config.pipelines) == ["travel", "nestful-math", "nestful-gen", "travel-navi", "amadeus", "travel-chat",
+                                                 "travel-full"]
     full = config.get_pipeline("travel-full")  # the 1,000-sample profile builds in its own folder
     assert full.build_dir != config.get_pipeline("travel").build_dir
     assert full.stages.stage3.variants * full.stages.stage2.select >= 1000
