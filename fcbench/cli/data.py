@@ -361,7 +361,10 @@ def _stages_table(name: str, pipeline: Any) -> Table:
 @command("new", epilog="Example:  build-dataset new my-api --openapi ../shared/external/amadeus/HotelList_v1_swagger_specification.json "
              "--base-url http://127.0.0.1:4010 --auth-env MY_API_TOKEN\n\n"
              "(then, with the server up and MY_API_TOKEN set: build-dataset stage1 my-api --record)\n\n"
-             "Example:  build-dataset new my-math --python datasets/nestful-gen/tools.py")
+             "Example:  build-dataset new my-math --python datasets/nestful-gen/tools.py\n\n"
+             "Example:  build-dataset new my-bank --offline --describe \"A retail bank's online banking: customers list their "
+             "accounts and cards, check balances, read their transactions, move money between their own accounts, pay saved "
+             "payees, and freeze or cancel a card.\"")
 @user_errors
 def new_command(
     name: str = typer.Argument(..., help="The new pipeline's name (also its folder datasets/NAME)."),
@@ -369,6 +372,13 @@ def new_command(
                                        "JSON or YAML) or a folder of them; repeatable."),
     python: Optional[Path] = typer.Option(None, "--python", help="A Python module: each public function with type "
                                           "hints and a docstring becomes a tool, executed in the python environment."),
+    describe: Optional[str] = typer.Option(None, "--describe", help="A description of a service: an LLM writes its "
+                                           "catalog (cached; reviewed by lint-tools); the LLM also simulates the answers."),
+    llm_model: str = typer.Option("gpt-4o-mini", "--llm-model", help="--describe: the model writing the catalog."),
+    llm_base_url: Optional[str] = typer.Option(None, "--llm-base-url", help="--describe: an OpenAI-compatible endpoint "
+                                               "(default: OPENAI_BASE_URL, else OpenAI)."),
+    offline: bool = typer.Option(False, "--offline", help="--describe: read the bundled recorded answer for this "
+                                 "description instead of asking an LLM."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="The server to call, replacing the descriptions' "
                                            "server URLs."),
     auth_env: Optional[str] = typer.Option(None, "--auth-env", help="NAME of the environment variable holding the API "
@@ -385,12 +395,19 @@ def new_command(
     order kept). --openapi: an `http` environment; record responses with `--record` on
     stage1/filter/run, without it calls are replayed offline from datasets/NAME/recorded.json.
     --python: the module is copied to datasets/NAME/tools.py and run by the `python` environment; a
-    function without type hints is an error naming it and its parameter, before anything is written."""
-    from fcbench.pipeline.scaffold import scaffold_dataset, scaffold_python_dataset
+    function without type hints is an error naming it and its parameter, before anything is written.
+    --describe: an LLM writes the catalog from the text (prompt fcbench/prompts/describe_catalog.txt,
+    answer cached in datasets/NAME/build/), lint-tools reviews it (an error finding refuses it), and
+    the pipeline's `simulated` environment has the LLM answer the calls; --offline reads the bundled
+    recorded answer (fcbench/prompts/describe_catalog.recorded.jsonl) for exactly that description."""
+    from fcbench.pipeline.scaffold import scaffold_dataset, scaffold_described_dataset, scaffold_python_dataset
 
-    if bool(openapi) == (python is not None):
-        raise UserError("new takes exactly one tool source: --openapi FILE... or --python MODULE")
-    if python is not None:
+    if [bool(openapi), python is not None, describe is not None].count(True) != 1:
+        raise UserError("new takes exactly one tool source: --openapi FILE..., --python MODULE or --describe TEXT")
+    if describe is not None:
+        result = scaffold_described_dataset(name, describe, file, offline=offline, model=llm_model,
+                                            base_url=llm_base_url, force=force)
+    elif python is not None:
         if base_url or auth_env:
             raise UserError("--base-url and --auth-env are for --openapi; a --python module runs locally")
         result = scaffold_python_dataset(name, python, file, force=force)

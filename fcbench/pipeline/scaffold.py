@@ -170,7 +170,8 @@ def _new_target(name: str, pipelines_file: Path, force: bool) -> tuple[str, Path
         raise UserError(f"{pipelines_file}: a pipeline named {name!r} is already declared")
     dataset_dir = f"datasets/{name}"
     target = pipelines_file.resolve().parent / dataset_dir
-    if target.exists() and any(target.iterdir()) and not force:
+    # a folder holding only build/ (the request cache of a `--describe` that failed) is no benchmark yet
+    if target.exists() and any(entry.name != "build" for entry in target.iterdir()) and not force:
         raise UserError(f"{target}: already exists (use --force to write over it)")
     return dataset_dir, target
 
@@ -305,3 +306,155 @@ def _appended(pipelines_file: Path, name: str, entry: str) -> str:
     finally:
         candidate.unlink(missing_ok=True)
     return new_text
+
+
+# ----------------------------------------------------------------------- from a description (LLM)
+DESCRIBE_PROMPT = Path(__file__).resolve().parents[1] / "prompts" / "describe_catalog.txt"
+# answers to DESCRIBE_PROMPT kept for the offline path: `new --describe TEXT --offline` reads the
+# one recorded for exactly TEXT and exactly this prompt, and goes through the same parse and lint
+RECORDED_DESCRIBE_ANSWERS = DESCRIBE_PROMPT.with_name("describe_catalog.recorded.jsonl")
+DEFAULT_DESCRIBE_MODEL = "gpt-4o-mini"
+
+
+def parse_described_catalog(content: str) -> list[Tool]:
+    """The model's `{"tools": [OpenAI function specs]}` as tools; ValueError saying what is wrong."""
+    from fcbench.catalog import ToolsShape, tools_from_document
+
+    text = content.strip()
+    if text.startswith("```"):  # a fenced block is still the JSON asked for
+        text = text.strip("`").removeprefix("json").strip()
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON ({exc.msg})") from None
+    specs = document.get("tools") if isinstance(document, dict) else None
+    if not isinstance(specs, list) or not specs or not all(isinstance(s, dict) and s.get("name") for s in specs):
+        raise ValueError('expected {"tools": [{"name", "description", "parameters", "returns"}, ...]}')
+    try:
+        tools = tools_from_document(specs, ToolsShape.OPENAI)
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"a tool spec could not be read: {exc}") from None
+    names = [tool.name for tool in tools]
+    if len(set(names)) != len(names):
+        raise ValueError(f"two tools share a name: {next(n for n in names if names.count(n) > 1)!r}")
+    return tools
+
+
+def recorded_describe_answer(description: str, prompt_sha256: str) -> str:
+    from fcbench.jsonl import iter_json_lines
+
+    for line in iter_json_lines(RECORDED_DESCRIBE_ANSWERS):
+        record = line.value if line.error is None else None
+        if isinstance(record, dict) and record.get("description") == description.strip() \
+                and record.get("prompt_sha256") == prompt_sha256:
+            return str(record["content"])
+    raise UserError("--offline: no recorded answer for this description and prompt "
+                    f"({RECORDED_DESCRIBE_ANSWERS.name} holds the bundled ones); run it with an LLM (--llm-model, --base-url)")
+
+
+def ask_for_catalog(description: str, llm: Any, cache_path: Path) -> tuple[str, dict[str, Any]]:
+    """The model's answer (through the request cache: asked once per description, prompt and
+    model), re-asked while it does not parse; UserError when it never does."""
+    import asyncio
+
+    from fcbench.llm.cache import RequestCache
+    from fcbench.llm.client import ChatRequest, LLMClient, LLMRejection, ParseError
+    from fcbench.llm.prompts import PromptFile
+
+    prompt = PromptFile.load(DESCRIBE_PROMPT, DESCRIBE_PROMPT.parent)
+
+    def parse(completion: Any) -> str:
+        try:
+            parse_described_catalog(completion.content or "")
+        except ValueError as exc:
+            raise ParseError(str(exc)) from None
+        return completion.content or ""
+
+    async def ask() -> tuple[Any, dict[str, Any]]:
+        cache = RequestCache(cache_path)
+        try:
+            async with LLMClient(llm, cache) as client:
+                request = ChatRequest(messages=[{"role": "user", "content": prompt.render(description=description.strip())}],
+                                      response_format={"type": "json_object"}, prompt_hash=prompt.sha256)
+                return await client.complete(request, parse), client.summary()
+        finally:
+            cache.close()
+
+    outcome, summary = asyncio.run(ask())
+    if isinstance(outcome, LLMRejection):
+        raise UserError(f"the LLM wrote no usable catalog: {outcome.reason}")
+    return outcome.parsed, summary
+
+
+def described_pipeline_entry(name: str, dataset_dir: str, tools: int, model: str, base_url: str | None) -> str:
+    lines = [
+        "",
+        f"  {name}:",
+        "    description: >-",
+        f"      Catalog of {tools} tools written by an LLM from a description (`build-dataset new --describe`,",
+        f"      {dataset_dir}/import_report.json); no implementation: the LLM simulates every answer.",
+        f"    dataset_dir: {dataset_dir}",
+        "    seed: 0",
+        f"    domains: [{json.dumps(name)}]",
+        f"    tools: {dataset_dir}/tools.json",
+        f"    llm: {{model: {json.dumps(model)}" + (f", base_url: {json.dumps(base_url)}" if base_url else "") + "}",
+        "    environment:",
+        "      kind: simulated            # the LLM answers each call from the tool's description and returns",
+        "    stages:",
+        "      stage1:",
+        "        queries: 20",
+        "        candidates: catalog      # CallNavi-style: every tool is a candidate of every question",
+        "      filter:",
+        f"        input: {dataset_dir}/build/drafts.jsonl",
+        "        grounding: reject",
+        "      export:",
+        "        split: ratio",
+        "        ratios: {test: 1.0}",
+        "        formats: [parquet, fcbench, callnavi]",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def scaffold_described_dataset(name: str, description: str, pipelines_file: Path, *, offline: bool = False,
+                               model: str = DEFAULT_DESCRIBE_MODEL, base_url: str | None = None,
+                               force: bool = False) -> ScaffoldResult:
+    """`new NAME --describe TEXT`: the LLM writes the catalog (cached; `offline`: the bundled recorded
+    answer), `lint-tools` reviews it (an error finding refuses it), then the folder and the entry."""
+    from fcbench.catalog.lint import has_errors
+    from fcbench.config import LLMConfig
+    from fcbench.llm.cache import LLM_CACHE_FILE
+    from fcbench.llm.prompts import PromptFile
+
+    if not description.strip():
+        raise UserError("--describe: the description is empty")
+    dataset_dir, target = _new_target(name, pipelines_file, force)
+    prompt = PromptFile.load(DESCRIBE_PROMPT, DESCRIBE_PROMPT.parent)
+    if offline:
+        content, llm_summary = recorded_describe_answer(description, prompt.sha256), None
+        source = f"recorded answer ({RECORDED_DESCRIBE_ANSWERS.name})"
+    else:
+        llm = LLMConfig(model=model, base_url=base_url, temperature=0.0, seed=0, max_tokens=4096)
+        content, llm_summary = ask_for_catalog(description, llm, target / "build" / LLM_CACHE_FILE)
+        source = f"LLM {model}"
+    try:
+        tools = parse_described_catalog(content)
+    except ValueError as exc:
+        raise UserError(f"the catalog answer could not be read: {exc}") from None
+    findings = lint_tools(tools)
+    if has_errors(findings):
+        first = next(f for f in findings if f.severity.value == "error")
+        raise UserError(f"lint-tools refuses the written catalog: {first.tool}"
+                        f"{'.' + first.parameter if first.parameter else ''}: {first.message}")
+    records = [{"name": tool.name, "description": tool.description, "parameters": tool.parameters,
+                **({"returns": tool.returns} if tool.returns is not None else {}), "domain": name} for tool in tools]
+    new_text = _appended(pipelines_file, name, described_pipeline_entry(name, dataset_dir, len(records), model, base_url))
+    target.mkdir(parents=True, exist_ok=True)
+    write_json(target / "tools.json", records, indent=2)
+    write_json(target / "import_report.json", {
+        "description": description.strip(), "source": source, "prompt": prompt.shown_as, "prompt_sha256": prompt.sha256,
+        "tools": len(records), "llm": llm_summary,
+        "lint": {"counts": count_by_code(findings), "findings": [finding.as_dict() for finding in findings]},
+    }, indent=2)
+    write_text(pipelines_file, new_text)
+    return ScaffoldResult(name, dataset_dir, len(records), 0, 0, [], count_by_code(findings),
+                          [finding.as_dict() for finding in findings], str(pipelines_file))
