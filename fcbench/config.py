@@ -62,12 +62,20 @@ class EnvironmentConfig(_Config):
     auth_env: str | None = None  # http: the environment variable holding the API token (sent in a header)
     auth_header: str = "Authorization"  # http: the header the token goes in
     auth_scheme: str = "Bearer"  # http: the word before the token ("" for the bare token)
+    # http: where the token goes: a header named auth_header, or (an OpenAPI apiKey scheme) the query
+    # parameter or cookie named auth_header
+    auth_in: Literal["header", "query", "cookie"] = "header"
     max_per_host: int = Field(8, ge=1, le=1024)  # http: requests in flight per host
     retries: int = Field(3, ge=0, le=100)  # http: retries on 429/5xx/transport errors (backoff, Retry-After)
     max_response_mb: float = Field(10.0, gt=0, le=10_000)  # http: a larger response is reported, not kept
     record: bool = False  # http: call the server and record (what `--record` sets); default: replay offline
     timeout_s: float = Field(10.0, gt=0, le=3600)  # seconds per call
     memory_mb: int = Field(512, ge=16, le=1_048_576)  # MiB per worker
+    # python: what tools may see and write beyond their sandbox (fcbench/environments/sandbox.py):
+    # environment variables besides the allow-list, folders besides their private one, file size cap
+    pass_env: list[str] = Field(default_factory=list)
+    writable: list[str] = Field(default_factory=list)
+    max_file_mb: int = Field(256, ge=1, le=1_048_576)
     workers: int = Field(2, ge=1, le=1024)
     # python only: `local` = the worker pool of this machine; `ray` = the same workers driven by
     # Ray tasks (see `ray:`), for clusters

@@ -15,6 +15,15 @@ merged into one object schema; `oneOf`/`anyOf` are kept (their members resolved)
 defaults, descriptions and examples (as JSON Schema `examples`) are kept.
 
 `returns` is the schema of the success response (the lowest 2xx code with a JSON schema).
+
+Security: the schemes an operation requires (its own `security`, else the document's; resolved in
+`components.securitySchemes` / `securityDefinitions`) are `meta["openapi"]["security"]`, one slot
+`{"scheme", "type", "in", "name"}` each (an `apiKey` in its header, query parameter or cookie;
+`http`, `oauth2` and `openIdConnect` in the `Authorization` header). A parameter that fills such a
+slot, and any `Authorization` or `Cookie` header parameter, is NOT a tool argument: a model must
+never be asked for a credential, and an argument is written into every draft and sample. The
+environment's auth (`--auth-env`) fills it, and the environment redacts what it sends there from
+everything it records (`fcbench.environments.redaction`).
 """
 
 from __future__ import annotations
@@ -71,6 +80,15 @@ class OpenAPIImport:
     notes: list[ImportNote] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     servers: dict[str, str] = field(default_factory=dict)  # file stem -> its server URL
+
+    @property
+    def security_slots(self) -> list[dict[str, str]]:
+        """Every security slot some operation requires, once each, in the order first met."""
+        slots: dict[tuple[str, str], dict[str, str]] = {}
+        for tool in self.tools:
+            for slot in tool.meta["openapi"].get("security", []):
+                slots.setdefault((slot["in"], slot["name"].lower()), slot)
+        return list(slots.values())
 
     @property
     def errors(self) -> list[ImportNote]:
@@ -303,7 +321,12 @@ class _Converter:
         wire_names: dict[str, str] = {}
         self._styles: dict[str, str] = {}
         parameters = self._operation_parameters(shared, operation.get("parameters") or [], pointer)
+        security = self._security_slots(operation, pointer)
         for parameter, where in parameters:
+            if self._is_credential(parameter, security):
+                self.note("note", where, f"{parameter['in']} parameter {parameter['name']!r} is a credential: left to "
+                                         "the environment's auth (--auth-env), never a tool argument")
+                continue
             self._add_parameter(parameter, where, properties, required, locations, wire_names)
         if not self.swagger2 and operation.get("requestBody") is not None:
             self._add_request_body(operation["requestBody"], f"{pointer}/requestBody", properties, required,
@@ -338,10 +361,48 @@ class _Converter:
             meta["openapi"]["produces"] = produces
         if tags:
             meta["openapi"]["tags"] = list(tags)
+        if security:
+            meta["openapi"]["security"] = security
         schema: dict[str, Any] = {"type": "object", "properties": properties}
         if required:
             schema["required"] = required
         return Tool(name=name, description=_squash(description), parameters=schema, returns=returns, meta=meta)
+
+    # ---- credentials
+    def _security_slots(self, operation: dict[str, Any], pointer: str) -> list[dict[str, str]]:
+        """Where the credentials of the schemes this operation requires go (see the module doc)."""
+        requirements = operation.get("security", self.document.get("security")) or []
+        if self.swagger2:
+            schemes = self.document.get("securityDefinitions") or {}
+        else:
+            schemes = (self.document.get("components") or {}).get("securitySchemes") or {}
+        slots: list[dict[str, str]] = []
+        for requirement in requirements if isinstance(requirements, list) else []:
+            for scheme_name in requirement if isinstance(requirement, dict) else []:
+                scheme = self.deref(schemes.get(scheme_name), f"{pointer}/security")
+                if not isinstance(scheme, dict):
+                    self.note("note", f"{pointer}/security", f"security scheme {scheme_name!r} is not defined")
+                    continue
+                kind = str(scheme.get("type", ""))
+                if kind == "apiKey" and scheme.get("in") in ("header", "query", "cookie") and scheme.get("name"):
+                    slot = {"scheme": scheme_name, "type": kind, "in": scheme["in"], "name": str(scheme["name"])}
+                elif kind in ("http", "basic", "oauth2", "openIdConnect"):
+                    slot = {"scheme": scheme_name, "type": kind, "in": "header", "name": "Authorization"}
+                    if kind in ("http", "basic"):
+                        slot["http_scheme"] = str(scheme.get("scheme", "basic")).lower() if kind == "http" else "basic"
+                else:
+                    continue
+                if slot not in slots:
+                    slots.append(slot)
+        return slots
+
+    @staticmethod
+    def _is_credential(parameter: dict[str, Any], security: list[dict[str, str]]) -> bool:
+        where, name = parameter.get("in"), str(parameter.get("name", ""))
+        if where == "header" and name.lower() in ("authorization", "cookie", "proxy-authorization"):
+            return True
+        return any(slot["in"] == where and (slot["name"].lower() == name.lower() if where == "header"
+                                            else slot["name"] == name) for slot in security)
 
     def _operation_parameters(self, shared: list[Any], own: list[Any], pointer: str) -> list[tuple[dict[str, Any], str]]:
         """Path-level then operation-level parameters; an operation's parameter overrides a shared
@@ -368,9 +429,6 @@ class _Converter:
                 schema["description"] = parameter["description"]
             self._add_body_schema(schema, bool(parameter.get("required")), properties, required, locations,
                                   wire_names, where)
-            return
-        if location == "header" and parameter["name"].lower() == "authorization":
-            self.note("note", where, "Authorization header left to the environment's auth (--auth-env)")
             return
         if "schema" in parameter or "content" in parameter:  # OpenAPI 3
             raw = parameter.get("schema")

@@ -11,7 +11,7 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
-from fcbench.cli.common import (PipelineArgument, BatchOption, ForceOption, FromExportOption, JsonOption, PIPELINES_FILE, PipelinesFileOption, SendBackOption, exit_if_nothing_kept, _count_table, CONNECTION_HELP, RECORD_HELP, _load_pipeline, app, console, print_json,
+from fcbench.cli.common import (first_details, PipelineArgument, BatchOption, ForceOption, FromExportOption, JsonOption, PIPELINES_FILE, PipelinesFileOption, SendBackOption, exit_if_nothing_kept, _count_table, CONNECTION_HELP, RECORD_HELP, _load_pipeline, app, console, print_json,
                                 user_errors)
 from fcbench.errors import UserError
 
@@ -64,8 +64,9 @@ def stage1_command(
     result = run_stage("stage1", _load_pipeline(pipeline, file, record, batch), offline=offline, force=force).report
     _print_generation_summary(f"stage1 {pipeline}", result.summary, as_json)
     counts = result.summary.get("counts", {})
+    reasons = result.summary.get("reasons", {})
     exit_if_nothing_kept(counts.get("drafts", 0) + counts.get("rejected", 0), counts.get("drafts", 0), "draft attempt",
-                         "rejected")
+                         "was rejected", reasons, first_details(result.summary.get("outputs", {}).get("rejects"), reasons))
 
 
 # ----------------------------------------------------------------------------- stage2 (senior, Label Studio)
@@ -85,6 +86,11 @@ def _print_push(name: str, summary: Any, as_json: bool) -> None:
                       f"credentials in {summary.team['credentials']}", highlight=False, soft_wrap=True)
     for item in summary.invalid:
         print(f"invalid prediction for {item['id']}: {'; '.join(item['problems'])}", file=sys.stderr)
+
+
+def _exit_if_every_task_rejected(report: Any, kept_key: str) -> None:
+    kept, rejected = report.counts.get(kept_key, 0), report.counts.get("rejected", 0)
+    exit_if_nothing_kept(kept + rejected, kept, "annotated task", "was rejected", report.reasons)
 
 
 def _print_pull(name: str, report: Any, as_json: bool) -> None:
@@ -163,6 +169,7 @@ def stage2_pull(
     report = run_stage("stage2 pull", _load_pipeline(pipeline, file),
                        PullSettings(from_export, send_back, allow_stale)).report
     _print_pull(f"stage2 pull {pipeline}", report, as_json)
+    _exit_if_every_task_rejected(report, "gold")
 
 
 # ------------------------------------------------------------------ stage3 (junior filling, Label Studio)
@@ -209,6 +216,7 @@ def stage3_pull(
     _require_annotators(annotators)
     report = run_stage("stage3 pull", _load_pipeline(pipeline, file), PullSettings(from_export, send_back)).report
     _print_pull(f"stage3 pull {pipeline}", report, as_json)
+    _exit_if_every_task_rejected(report, "filled")
 
 
 @stage3_app.command("run", epilog="Examples:\n\n  build-dataset stage3 run travel\n\n"
@@ -237,8 +245,10 @@ def stage3_run(
                        offline=offline, force=force).report
     _print_generation_summary(f"stage3 run {pipeline}", result.summary, as_json)
     counts = result.summary.get("counts", {})
+    reasons = result.summary.get("reasons", {})
     exit_if_nothing_kept(counts.get("candidates", 0) + counts.get("rejected", 0), counts.get("candidates", 0),
-                         "variant", "rejected")
+                         "variant", "was rejected", reasons,
+                         first_details(result.summary.get("outputs", {}).get("rejects"), reasons))
 
 
 # ------------------------------------------------------------------------------------------- filter
@@ -273,7 +283,8 @@ def filter_command(
         print_json(summary.as_dict())
     else:
         _print_filter_summary(pipeline, summary, config.stages.filter.grounding)
-    exit_if_nothing_kept(summary.total, summary.counts.get("passed", 0), "candidate", "rejected by the filter")
+    exit_if_nothing_kept(summary.total, summary.counts.get("passed", 0), "candidate", "was rejected by the filter",
+                         summary.reasons, first_details(summary.outputs.get("rejects"), summary.reasons))
 
 
 def _print_filter_summary(pipeline: str, summary: Any, grounding: str) -> None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 import json
 import sys
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Callable, Optional
 
@@ -171,9 +173,46 @@ def _count_table(title: str, header: str, counts: dict[Any, int]) -> Table:
     return table
 
 
-def exit_if_nothing_kept(total: int, kept: int, what: str, failed: str) -> None:
+TOP_REASONS = 3
+
+
+def most_common_reasons(reasons: Mapping[str, int] | Iterable[str], top: int = TOP_REASONS) -> list[tuple[str, int]]:
+    """The `top` most common reasons with their counts (ties in name order, so the output is stable)."""
+    counts = Counter(reasons) if not isinstance(reasons, Mapping) else Counter(dict(reasons))
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:top]
+
+
+def first_details(rejects_file: str | Path | None, reasons: Iterable[str]) -> dict[str, str]:
+    """The first `detail` a rejects file gives for each of `reasons` (a stage's summary counts
+    reasons by code; the file says what happened), read line by line and only until all are found."""
+    from fcbench.jsonl import iter_json_lines
+
+    wanted, found = set(reasons), {}
+    if not rejects_file or not Path(rejects_file).is_file():
+        return found
+    for line in iter_json_lines(rejects_file):
+        value = line.value if isinstance(line.value, dict) else {}
+        reason, detail = value.get("reason"), value.get("detail")
+        if reason in wanted and reason not in found and isinstance(detail, str) and detail:
+            found[reason] = detail
+            if len(found) == len(wanted):
+                break
+    return found
+
+
+def exit_if_nothing_kept(total: int, kept: int, what: str, outcome: str,
+                         reasons: Mapping[str, int] | Iterable[str] = (),
+                         details: Mapping[str, str] | None = None) -> None:
     """A command whose every item was rejected or failed exits 1 (after printing its results): a
-    run that produced nothing usable must not look like a success to a script."""
+    run that produced nothing usable must not look like a success to a script. It says why on
+    stderr: the most common reasons with their counts (and an example of each when the reason is a
+    code), since "every item was rejected" alone sends the user to the rejects file for a sentence
+    like "looks like nestful: use --from nestful"."""
     if total > 0 and kept == 0:
-        print(f"error: every {what} ({total}) was {failed}", file=sys.stderr)
+        top = most_common_reasons(reasons)
+        lines = [f"error: every {what} ({total}) {outcome}" + ("; the most common reasons:" if top else "")]
+        for reason, count in top:
+            example = (details or {}).get(reason)
+            lines.append(f"  {count:>6}  {reason}" + (f": {example}" if example and example not in reason else ""))
+        print("\n".join(lines), file=sys.stderr)
         raise typer.Exit(1)

@@ -61,7 +61,8 @@ def convert(
         print(f"{result.converted} converted, {result.rejected} rejected -> {output}")
         if result.rejected:
             print(f"rejects with reasons: {result.rejects_file}")
-    exit_if_nothing_kept(result.converted + result.rejected, result.converted, "item", f"rejected (see {result.rejects_file})")
+    exit_if_nothing_kept(result.converted + result.rejected, result.converted, "item",
+                         f"was rejected (see {result.rejects_file})", result.reasons)
 
 
 # --------------------------------------------------------------------------------------------- validate
@@ -77,10 +78,12 @@ def validate(
     references to missing or later labels, duplicate labels, a stored difficulty that disagrees
     with the path). Each problem prints as FILE:LINE: field: message; exit 1 if there is any."""
     from fcbench.checks.validate import validate_file
+    from fcbench.jsonl import iter_json_lines
 
     if not file.is_file():
         raise UserError(f"{file}: no such file")
     problems = list(validate_file(file))
+    lines = sum(1 for _ in iter_json_lines(file))
     if as_json:
         print_json({"file": str(file), "ok": not problems,
                     "problems": [{"line": p.line_no, "field": p.field, "message": p.message} for p in problems]})
@@ -89,6 +92,9 @@ def validate(
             print(problem.render(file))
         if not problems:
             print(f"{file}: all lines valid")
+    invalid_lines = len({problem.line_no for problem in problems})
+    exit_if_nothing_kept(lines, lines - invalid_lines, "line", "is invalid",
+                         [f"{problem.field}: {problem.message}" for problem in problems])
     if problems:
         raise typer.Exit(1)
 
@@ -125,8 +131,10 @@ def stats(
     result = compute_stats(read_samples(file, from_format, FormatOptions(answers=answers, tools=tools)))
     if as_json:
         print_json({"file": str(file), "format": from_format, **result.as_dict()})
-        return
-    _print_stats_tables(file, result)
+    else:
+        _print_stats_tables(file, result)
+    exit_if_nothing_kept(result.samples + result.rejected, result.samples, "item", "was rejected",
+                         result.reject_reasons)
 
 
 def _print_stats_tables(file: Path, result: Any) -> None:
@@ -252,7 +260,8 @@ def execute(
         print_json(report.as_dict())
     else:
         _print_execution(file, report)
-    exit_if_nothing_kept(report.summary["samples"], report.summary["ran"], "sample", "failed to run")
+    exit_if_nothing_kept(report.summary["samples"], report.summary["ran"], "sample", "failed to run",
+                         report.summary["failure_reasons"])
 
 
 def _print_execution(file: Path, report: Any) -> None:

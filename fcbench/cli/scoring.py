@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-
+import re
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -11,7 +11,7 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
-from fcbench.cli.common import (PipelineArgument, BatchOption, JsonOption, PIPELINES_FILE, PipelinesFileOption, _count_table, _load_pipeline, app, console, print_json,
+from fcbench.cli.common import (exit_if_nothing_kept, PipelineArgument, BatchOption, JsonOption, PIPELINES_FILE, PipelinesFileOption, _count_table, _load_pipeline, app, console, print_json,
                                 user_errors)
 from fcbench.errors import UserError
 
@@ -36,17 +36,33 @@ SCORE_EPILOG = """Examples:
 
   build-dataset score --metric confetti --gold ../shared/external/confetti/possible_answer_BFCL_v2_dialogacts.json --from confetti --predictions tests/data/predictions/confetti_dialogacts_responses.jsonl --llm-model gpt-4o-mini
 
+Every metric scores the GOLD SET: one item per gold item, in the gold's order, and the grading rule
+(a BFCL category, the CONFETTI parts) comes from the gold, never from a prediction line. The FIRST
+line of an id answers it: later lines with that id are duplicates, listed and not scored. A gold
+item without a line is scored wrong and listed as missing; a line for an id not in the gold is
+listed and not scored; so is a line that cannot be read. The lists are printed on stderr and are
+in --json's "gold_set" (counts in summary.gold_set). Figures that are rates over what was predicted
+(CONFETTI's parameter validity, CallNavi's stability, ComplexEval's per-parameter-type error rates,
+NESTful's --compat macro F1) are reported only when every gold item has a prediction.
+
 Inputs per metric:
 
-  bfcl: prediction lines {"id", "category", "result": [{"func": {"arg": value}}]}; --questions and
-  --answers once per category file (irrelevance needs no answers). Items {"id", "valid", "error_type"}.
+  bfcl: prediction lines {"id", "result": [{"func": {"arg": value}}]} (a "category" on the line is
+  ignored: each item is graded by its question's category); --questions and --answers once per
+  category file (irrelevance needs no answers); every question given is a gold item. Items {"id",
+  "category", "valid", "error_type"}; summary per category.
 
-  nestful: prediction lines {"sample_id", "generated_text" | "calls"}; gold from --gold (NESTful or
-  fcbench lines) or the line's own "output"/"gold_answer"; --tools-module executes the predicted
-  sequences for the win rate. Items {"sample_id", "win", "full_match"}.
+  nestful: prediction lines {"sample_id", "generated_text" | "calls"}. With --gold (NESTful or
+  fcbench lines) the gold file is the authority: a line's own "output"/"gold_answer" is never read.
+  Without it each line is graded against the gold it carries (the published predictions files
+  carry theirs): the file is its own gold set, so a sample left out cannot be counted, as the
+  output says first; with --compat too every line is scored, as NESTful's scorer does.
+  --tools-module executes the predicted sequences for the win rate. Items {"sample_id", "win",
+  "full_match"}.
 
   callnavi: prediction lines {"id", "output"} (raw model text or parsed answer) with --questions
-  Questions/<domain>.json; several lines with one id are repeated runs (stability scores).
+  Questions/<domain>.json; a model run several times labels its lines {"id", "run", "output"}: the
+  gold set is every question in every run named, and the stability scores need them all.
 
   complexeval: saved trajectories {"id", "turns": [[{"name", "arguments"}, ...], ..., "final text"]}
   against --gold samples (any format, --from); summary in ComplexFuncBench's Table 2 shape. With an
@@ -95,9 +111,11 @@ def score(
                                "API (llm.mode: batch): half the price, answers within 24 h."),
     as_json: JsonOption = False,
 ) -> None:
-    """Grade model predictions with the shared scorer.
+    """Grade model predictions against the gold set with the shared scorer.
 
-    The JSON output is {metric, summary, items}; item i is the verdict for prediction line i."""
+    The JSON output is {metric, summary, items, gold_set}; item i is the verdict for gold item i
+    (the gold's order); gold_set lists the missing gold items and the duplicate, foreign and
+    unreadable lines, none of which can raise a figure."""
     from fcbench.evaluate import score_files as scoring
 
     judges = _judge_settings(metric, llm_model, base_url, pipeline, file, offline, judge_cache, batch)
@@ -108,10 +126,53 @@ def score(
         print_json(result.as_dict())
         if result.first_line:  # stdout holds only JSON (summary.grading has the same sentence)
             print(result.first_line, file=sys.stderr)
+        for note in result.notes:
+            print(note, file=sys.stderr)
     else:
         _print_score(metric, compat, predictions, result)
+    listing = result.gold_set
+    if listing.get("answered") == 0:  # not one line answers a gold item: say why, exit 1
+        lines = listing["answered"] + listing["duplicate_lines"] + listing["foreign_lines"] + listing["unreadable_lines"]
+        exit_if_nothing_kept(lines, 0, "prediction line", "answers no gold item", unanswering_reasons(listing))
+    for line in gold_set_lines(listing):
+        print(f"warning: {line}", file=sys.stderr)
     if result.unusable:
         raise UserError(result.unusable)
+
+
+def unanswering_reasons(listing: dict[str, Any]) -> list[str]:
+    """Why each line answers no gold item, without its particulars (a JSON error's position)."""
+    reasons = ["its id is not in the gold" for _ in listing.get("foreign", [])]
+    reasons += [re.sub(r": line \d+ column \d+ \(char \d+\)$", "", str(entry["error"]))
+                for entry in listing.get("unreadable", [])]
+    return reasons
+
+
+def gold_set_lines(listing: dict[str, Any], shown: int = 5) -> list[str]:
+    """What did not count, in words: the gold items without a prediction and the lines that were
+    not scored, each with its first few names (--json has every one)."""
+
+    def names(entries: list[Any]) -> str:
+        head = ", ".join(str(entry) for entry in entries[:shown])
+        return head + (f", ... ({len(entries) - shown} more)" if len(entries) > shown else "")
+
+    def plural(count: int, word: str) -> str:
+        return f"{count} {word}{'' if count == 1 else 's'}"
+
+    lines = []
+    if listing.get("missing"):
+        lines.append(f"{len(listing['missing'])} of {listing['gold']} gold items have no prediction (counted wrong): "
+                     f"{names(listing['missing'])}")
+    if listing.get("duplicates"):
+        lines.append(f"{plural(len(listing['duplicates']), 'duplicate line')} (the first line of an id is scored): "
+                     + names([f"line {d['line']} ({d['id']})" for d in listing["duplicates"]]))
+    if listing.get("foreign"):
+        lines.append(f"{plural(len(listing['foreign']), 'line')} for an id not in the gold (not scored): "
+                     + names([f"line {f['line']} ({f['id']})" for f in listing["foreign"]]))
+    if listing.get("unreadable"):
+        lines.append(f"{plural(len(listing['unreadable']), 'unreadable line')} (not scored): "
+                     + names([f"line {u['line']}: {u['error']}" for u in listing["unreadable"]]))
+    return lines
 
 
 def _judge_settings(metric: str, llm_model: str | None, base_url: str | None, pipeline: str | None, file: Path,
@@ -142,6 +203,8 @@ def _judge_settings(metric: str, llm_model: str | None, base_url: str | None, pi
 def _print_score(metric: str, compat: bool, predictions: Path, result: Any) -> None:
     if result.first_line:
         console.print(result.first_line, highlight=False, soft_wrap=True, markup=False)
+    for note in result.notes:
+        console.print(note, highlight=False, soft_wrap=True, markup=False)
     console.print(f"{metric}{' (compat)' if compat else ''}: {predictions}", highlight=False, soft_wrap=True)
     table = Table()
     table.add_column("measure")
@@ -150,7 +213,8 @@ def _print_score(metric: str, compat: bool, predictions: Path, result: Any) -> N
         if key in ("grading", "judges_note"):  # said in words on the first line; --json has all of it
             continue
         if isinstance(value, dict):
-            value = ", ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in value.items())
+            value = ", ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in value.items()
+                              if not isinstance(v, dict))
         table.add_row(key, f"{value:.4f}" if isinstance(value, float) else str(value))
     console.print(table)
 
@@ -244,7 +308,8 @@ def _print_evaluation(result: Any) -> None:
         console.print("parameter error rate: " + ", ".join(f"{kind}={rate:.3f}" for kind, rate in rates.items()),
                       highlight=False, soft_wrap=True)
     for reason, count in result.not_evaluated.items():
-        print(f"warning: {count} samples not evaluated ({reason}); see {result.rejects_path}", file=sys.stderr)
+        print(f"warning: {count} samples not evaluated ({reason}), counted as failures until a re-run evaluates "
+              f"them; see {result.rejects_path}", file=sys.stderr)
     if result.context_overflow:
         print(f"warning: {len(result.context_overflow)} samples did not fit the context window (context_overflow: "
               f"scored on the turns before it); see {result.scores_path}", file=sys.stderr)

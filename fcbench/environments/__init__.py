@@ -39,6 +39,7 @@ class ErrorReason(str, Enum):
     HTTP_STATUS = "http_status"  # the API answered with an error status
     NETWORK = "network"  # the API could not be reached
     UNEXPECTED_RESPONSE = "unexpected_response"  # the API answered, but not in the shape the catalog says
+    UNSAFE_ARGUMENT = "unsafe_argument"  # a path argument would change the request's path ("..", "."): not sent
 
 
 class CallOutcome(NamedTuple):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
 from typing import Callable, Iterable, Sequence
+from typing import Any
 
 from fcbench.config import PipelineConfig
 from fcbench.stage import pipeline_catalog
@@ -60,7 +61,7 @@ def _python_environment(pipeline: PipelineConfig, tools: list[Tool]) -> Environm
             return _ray_environment(pipeline, tools)
         return PythonEnvironment(pipeline.resolve(settings.module), tools, workers=settings.workers,
                                  timeout=settings.timeout_s, memory_limit_mb=settings.memory_mb,
-                                 seed=pipeline.seed)
+                                 seed=pipeline.seed, **_sandbox_settings(pipeline))
     except EnvironmentStartError as exc:
         raise UserError(f"pipeline {pipeline.name!r}: {exc}") from None
 
@@ -93,6 +94,7 @@ def _http_environment(pipeline: PipelineConfig, tools: list[Tool]) -> Environmen
 
     return HttpEnvironment(tools, base_url=settings.base_url, base_urls=settings.base_urls, timeout=settings.timeout_s,
                            auth_env=settings.auth_env, auth_header=settings.auth_header, auth_scheme=settings.auth_scheme,
+                           auth_in=settings.auth_in,
                            record_path=store_path, retries=settings.retries, max_per_host=settings.max_per_host,
                            max_response_bytes=int(settings.max_response_mb * 1024 * 1024))
 
@@ -116,7 +118,15 @@ def _ray_environment(pipeline: PipelineConfig, tools: Sequence[Tool]) -> Environ
     return RayEnvironment(pipeline.resolve(settings.module), tools, address=ray.address,
                           num_cpus=ray.num_cpus or (settings.workers if ray.address is None else None), paths_per_task=ray.paths_per_task,
                           max_retries=ray.max_retries, object_store_mb=ray.object_store_mb,
-                          timeout=settings.timeout_s, memory_limit_mb=settings.memory_mb, seed=pipeline.seed)
+                          timeout=settings.timeout_s, memory_limit_mb=settings.memory_mb, seed=pipeline.seed,
+                          **_sandbox_settings(pipeline))
+
+
+def _sandbox_settings(pipeline: PipelineConfig) -> dict[str, Any]:
+    """What the pipeline lets its tools see and write beyond the sandbox's defaults (sandbox.py)."""
+    settings = pipeline.environment
+    return {"pass_env": list(settings.pass_env), "writable": [pipeline.resolve(path) for path in settings.writable],
+            "max_file_mb": settings.max_file_mb}
 
 
 @ENVIRONMENTS.register("simulated")

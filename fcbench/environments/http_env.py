@@ -21,10 +21,19 @@ reported. A body that is not JSON (an HTML error page, an empty body, gzip bytes
 Content-Encoding) is an `unexpected_response` naming the call, never a crash.
 
 Secrets: `auth_env` names an environment variable whose value goes in a header (`Authorization:
-Bearer …` by default) and nowhere else: not in the recording (keyed by tool + arguments only), not
-in an error message (messages name method + URL without headers). The RapidAPI key of NESTful tools
-(RAPIDAPI_KEY) goes only to RapidAPI hosts. httpx follows no redirect, so no header is ever sent
-to another host.
+Bearer …` by default; `auth_in: query` or `cookie` for an API key sent as a query parameter or a
+cookie named `auth_header`) and nowhere else. The RapidAPI key of NESTful tools (RAPIDAPI_KEY) goes
+only to RapidAPI hosts. httpx follows no redirect, so no secret is ever sent to another host.
+Every secret the environment sends (those two, the value of any header, query parameter or cookie
+the description declares as a security scheme, and sensitive static headers) is REDACTED from the
+outcome before anyone sees it (`redaction.py`): an API that echoes the request cannot put it in the
+recording, a draft, a sample, an export or a log; error messages name method + URL, never a header
+or the auth parameter.
+
+Path parameters are percent-encoded whole (every character but letters, digits, `-`, `_` and `~`;
+`/` and `.` too), and a value that is empty, `.` or `..` is refused (`unsafe_argument`): no
+argument can change the request's path (`/weather/{cityId}` with `..` would reach `GET /api/v1`
+with the token).
 
 Recording: with `record_path`, every successful answer is appended at once to a journal beside the
 store (`<store>.journal.jsonl`, one line per call, flushed) and `close()` folds it into the store
@@ -42,7 +51,7 @@ import threading
 import time
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
@@ -51,12 +60,15 @@ import httpx
 
 from fcbench.environments import CallOutcome, Environment, ErrorReason, PlannedCall, PathRun, run_path
 from fcbench.environments.recorded import RecordedStore, RecordingJournal
+from fcbench.environments.redaction import SecretRedactor
 from fcbench.resolve import walk_path
 
 if TYPE_CHECKING:
     from fcbench.sample import Tool
 
 RAPIDAPI_KEY_ENV_VAR = "RAPIDAPI_KEY"
+# static headers whose value is a secret whatever the description says
+_SENSITIVE_HEADER = re.compile(r"^(proxy-)?authorization$|^cookie$|api[-_]?key|token|secret|password", re.IGNORECASE)
 _BODY_METHODS = {"POST", "PUT", "PATCH"}
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_RETRY_AFTER_S = 30.0
@@ -84,7 +96,8 @@ class HttpRequest:
     form: Mapping[str, str] | None = None
 
     def describe(self) -> str:
-        """Method and URL with its query: what an error message may say (never a header)."""
+        """Method and URL with its query: what an error message may say (never a header, never the
+        auth parameter: it is added only when the request is sent)."""
         query = urllib.parse.urlencode(self.params)
         return f"{self.method} {self.url}{'?' + query if query else ''}"
 
@@ -172,7 +185,7 @@ def _openapi_request(endpoint: HttpEndpoint, openapi: Mapping[str, Any], argumen
         if value is None and where != "body_whole":
             continue
         if where == "path":
-            path = path.replace("{" + sent_as + "}", urllib.parse.quote(_query_text(value), safe=""))
+            path = path.replace("{" + sent_as + "}", path_segment(name, value))
         elif where == "query":
             if isinstance(value, (list, tuple)) and styles.get(name) == "multi":
                 params.extend((sent_as, _query_text(item)) for item in value)
@@ -200,11 +213,26 @@ def _fill_path(endpoint: HttpEndpoint, arguments: Mapping[str, Any]) -> tuple[st
     for name in list(rest):
         placeholder = "{" + name + "}"
         if placeholder in path:
-            path = path.replace(placeholder, urllib.parse.quote(_query_text(rest.pop(name)), safe=""))
+            path = path.replace(placeholder, path_segment(name, rest.pop(name)))
     for name in endpoint.path_parameters:  # NESTful v1 path parameters follow the endpoint: /news/v1/US
         if name in rest:
-            path = path.rstrip("/") + "/" + urllib.parse.quote(_query_text(rest.pop(name)), safe="")
+            path = path.rstrip("/") + "/" + path_segment(name, rest.pop(name))
     return path, rest
+
+
+class UnsafePathArgument(ValueError):
+    """A path argument that would change which resource the request names (refused, not sent)."""
+
+
+def path_segment(name: str, value: Any) -> str:
+    """A path argument as one percent-encoded segment: every character but ASCII letters, digits,
+    `-`, `_` and `~` is encoded (`/` and `.` included), so no value adds a segment or a dot segment;
+    an empty value, `.` and `..` are refused outright (a server that decodes before it resolves
+    would still climb, and an empty segment names the collection instead of the item)."""
+    text = _query_text(value)
+    if text in ("", ".", ".."):
+        raise UnsafePathArgument(f"path parameter {name}={text!r} would change the request's path: not sent")
+    return urllib.parse.quote(text, safe="").replace(".", "%2E")
 
 
 _SEPARATORS = {"csv": ",", "ssv": " ", "tsv": "\t", "pipes": "|"}
@@ -294,6 +322,7 @@ class HttpEnvironment(Environment):
         auth_env: str | None = None,
         auth_header: str = "Authorization",
         auth_scheme: str = "Bearer",
+        auth_in: str = "header",
         record_to: RecordedStore | None = None,
         record_path: str | Path | None = None,
         parse_output: bool = True,
@@ -312,7 +341,15 @@ class HttpEnvironment(Environment):
         self.backoff_s = backoff_s
         self.max_per_host = max_per_host
         self.max_response_bytes = max_response_bytes
+        self._secrets = SecretRedactor()
         self._auth = self._auth_header(auth_env, auth_header, auth_scheme)
+        self._auth_in = auth_in
+        if self._auth is not None:
+            self._secrets.add(str(auth_env), os.environ.get(str(auth_env)))
+            self._secrets.add(str(auth_env), self._auth[1])
+        for header, value in self.headers.items():
+            if _SENSITIVE_HEADER.search(header):
+                self._secrets.add(header, value)
         self._limits: dict[str, threading.Semaphore] = {}
         self._limits_lock = threading.Lock()
         self._client = httpx.Client(timeout=timeout, follow_redirects=False,
@@ -323,6 +360,7 @@ class HttpEnvironment(Environment):
             self.store, self.journal = RecordingJournal.open(self.record_path, self.tools.values())
         else:
             self.store = record_to
+        self._scrub_store()
         self.sent = 0  # requests that went on the wire (retries included)
         self.from_store = 0  # record mode: calls answered from what an earlier run recorded
 
@@ -348,18 +386,54 @@ class HttpEnvironment(Environment):
                 return CallOutcome.success(known.response)
         try:
             request = build_request(tool, arguments, self.base_url, self.base_urls, self.headers)
+        except UnsafePathArgument as exc:
+            return CallOutcome.failure(ErrorReason.UNSAFE_ARGUMENT, f"{name}: {exc}")
         except ValueError as exc:
             return CallOutcome.failure(ErrorReason.UNKNOWN_TOOL, str(exc))
         meta = http_meta(tool)
+        self._note_security_values(meta, request)
         strict = isinstance(meta.get("openapi"), dict)  # the description promises JSON
         host = str(meta.get("host") or "")
         outcome = self._send(name, request, host if _is_rapidapi_host(host) else None, strict)
         if outcome.ok and self.parse_output:
             outcome = _parsed_output(name, tool, outcome)
+        outcome = self._redacted(outcome)  # before it is recorded, returned, logged or written anywhere
         if outcome.ok and self.store is not None:
             if self.store.add(name, arguments, outcome.response) and self.journal is not None:
                 self.journal.append(name, arguments, outcome.response)
         return outcome
+
+    # ---- secrets
+    def _scrub_store(self) -> None:
+        """A store recorded before secrets were redacted (or with an echo this run now knows to be a
+        secret) is cleaned in memory; a recording run writes it back clean when it closes."""
+        if self.store is None or not self._secrets:
+            return
+        for key, call in list(self.store.calls.items()):
+            clean = self._secrets.redact(call.response)
+            if clean != call.response:
+                self.store.calls[key] = replace(call, response=clean)
+
+    def _note_security_values(self, meta: Mapping[str, Any], request: HttpRequest) -> None:
+        """A value sent in a slot the description declares as a security scheme is a secret."""
+        openapi = meta.get("openapi")
+        slots = openapi.get("security") if isinstance(openapi, dict) else None
+        if not slots:
+            return
+        headers = {name.lower(): value for name, value in request.headers.items()}
+        params = dict(request.params)
+        cookies = dict(part.strip().split("=", 1) for part in headers.get("cookie", "").split(";") if "=" in part)
+        for slot in slots:
+            where, slot_name = slot.get("in"), str(slot.get("name", ""))
+            value = {"header": headers.get(slot_name.lower()), "query": params.get(slot_name),
+                     "cookie": cookies.get(slot_name)}.get(where)
+            self._secrets.add(slot_name, value)
+
+    def _redacted(self, outcome: CallOutcome) -> CallOutcome:
+        if not self._secrets:
+            return outcome
+        return outcome._replace(response=self._secrets.redact(outcome.response),
+                                error=None if outcome.error is None else self._secrets.text(outcome.error))
 
     # ---- sending
     def _limit(self, host: str) -> threading.Semaphore:
@@ -371,20 +445,28 @@ class HttpEnvironment(Environment):
     def _send(self, name: str, request: HttpRequest, rapidapi_host: str | None, strict: bool) -> CallOutcome:
         where = f"{name} ({request.describe()})"
         headers = dict(request.headers)
+        params = list(request.params)
         if self._auth is not None:
-            headers[self._auth[0]] = self._auth[1]
+            slot, value = self._auth
+            if self._auth_in == "query":
+                params.append((slot, value))
+            elif self._auth_in == "cookie":
+                headers["Cookie"] = "; ".join(filter(None, [headers.get("Cookie"), f"{slot}={value}"]))
+            else:
+                headers[slot] = value
         if rapidapi_host:  # the key only for a catalog host that is RapidAPI itself or a subdomain of it
             headers["X-RapidAPI-Host"] = rapidapi_host
             key = os.environ.get(RAPIDAPI_KEY_ENV_VAR)
             if key:
                 headers["X-RapidAPI-Key"] = key
+                self._secrets.add(RAPIDAPI_KEY_ENV_VAR, key)
         outcome = CallOutcome.failure(ErrorReason.NETWORK, f"{where}: not sent")
         for attempt in range(self.retries + 1):
             wait: float | None = None
             try:
                 with self._limit(request.host):
                     self.sent += 1
-                    status, content_type, body, retry_after = self._exchange(request, headers)
+                    status, content_type, body, retry_after = self._exchange(request, headers, params)
             except _TooLarge:
                 return CallOutcome.failure(ErrorReason.UNEXPECTED_RESPONSE,
                                            f"{where}: response larger than {self.max_response_bytes} bytes: not kept")
@@ -412,8 +494,9 @@ class HttpEnvironment(Environment):
                 time.sleep(wait if wait is not None else self.backoff_s * (2 ** attempt))
         return outcome
 
-    def _exchange(self, request: HttpRequest, headers: Mapping[str, str]) -> tuple[int, str, bytes, str | None]:
-        kwargs: dict[str, Any] = {"params": list(request.params), "headers": headers}
+    def _exchange(self, request: HttpRequest, headers: Mapping[str, str],
+                  params: Sequence[tuple[str, str]]) -> tuple[int, str, bytes, str | None]:
+        kwargs: dict[str, Any] = {"params": list(params), "headers": headers}
         if request.form is not None:
             kwargs["data"] = dict(request.form)
         elif request.has_json_body:

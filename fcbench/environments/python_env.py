@@ -11,7 +11,13 @@ Guards and who enforces them:
   replaced);
 - network: the worker leaves the network namespace when it can (root); `network_isolated` says
   whether it did, and tools see `FCBENCH_NETWORK=off|on`;
-- results: checked to be JSON in the worker (`not_serialisable`, `int_too_large`).
+- results: checked to be JSON in the worker (`not_serialisable`, `int_too_large`);
+- environment variables, files and processes (`sandbox.py`): each worker starts with a minimal
+  environment (an allow-list: no API key, no token reaches a tool), in a private folder of its own
+  (also its HOME and TMPDIR, removed with it), may write only there and under `writable` where the
+  kernel has Landlock (`filesystem_confined`), files capped at `max_file_mb`, and leads a process
+  group of its own that is killed with it (and by it when the command goes away), so nothing a
+  tool started outlives the command.
 
 Speed: `run_paths` sends gold paths in chunks (one pickled request per chunk, built only when a
 worker is free); the worker resolves references itself and answers in JSON batches every few
@@ -26,6 +32,7 @@ import json
 import os
 import pickle
 import select
+import shutil
 import signal
 import struct
 import subprocess
@@ -47,6 +54,8 @@ from fcbench.environments import (
     paused_gc,
     run_path,
 )
+from fcbench.environments.sandbox import (DEFAULT_MAX_FILE_MB, kill_process_group, make_private_folder,
+                                          worker_environment)
 
 if TYPE_CHECKING:
     from fcbench.sample import Tool
@@ -61,21 +70,30 @@ START_TIMEOUT_SECONDS = 60.0
 
 
 class _Worker:
-    """One worker subprocess and the parent's ends of its two pipes."""
+    """One worker subprocess (the leader of its own process group, in a private folder, with a
+    minimal environment: `sandbox.py`) and the parent's ends of its two pipes."""
 
-    def __init__(self, config_frame: bytes) -> None:
+    def __init__(self, config_frame: bytes, pass_env: Sequence[str] = ()) -> None:
         self.stderr = tempfile.TemporaryFile()
+        self.folder = str(make_private_folder())
         request_read, self.request_fd = os.pipe()
         self.result_fd, result_write = os.pipe()
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "fcbench.environments.worker", str(request_read), str(result_write)],
+                [sys.executable, "-m", "fcbench.environments.worker", str(request_read), str(result_write),
+                 self.folder],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,  # what tools print goes nowhere; answers have their own pipe
                 stderr=self.stderr,  # the worker's own start-up errors; tools' stderr goes to /dev/null
                 pass_fds=(request_read, result_write),
                 close_fds=True,
+                cwd=self.folder,
+                env=worker_environment(os.environ, Path(self.folder), pass_env),
+                start_new_session=True,  # a process group of its own, killed with the worker
             )
+        except BaseException:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            raise
         finally:
             os.close(request_read)
             os.close(result_write)
@@ -100,10 +118,25 @@ class _Worker:
         self.buffer = bytearray(rest)
         return lines
 
+    def _ended(self, timeout: float) -> tuple[bool, int]:
+        """Whether the worker has ended (within `timeout`), and how, WITHOUT reaping it: until it is
+        reaped its pid cannot be reused, so killing its process group by that id cannot hit another
+        program's group. Returns (ended, code), code < 0 for a signal as in Popen.returncode."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                info = os.waitid(os.P_PID, self.process.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG)
+            except ChildProcessError:  # reaped already (by Popen): its returncode says how
+                return True, self.process.returncode if self.process.returncode is not None else 0
+            if info is not None and info.si_pid == self.process.pid:
+                return True, info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+            if time.monotonic() >= deadline:
+                return False, 0
+            time.sleep(0.01)
+
     def death_note(self) -> str:
-        try:
-            code = self.process.wait(timeout=1.0)
-        except subprocess.TimeoutExpired:
+        ended, code = self._ended(1.0)
+        if not ended:
             return "worker closed its answer pipe"
         if code < 0:
             note = f"worker killed by signal {signal.Signals(-code).name}"
@@ -114,26 +147,27 @@ class _Worker:
         return f"{note}: {last_lines[0]}" if last_lines else note
 
     def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
+        """The worker and everything its tools started (its process group; the worker is not
+        reaped before, see `_ended`)."""
+        kill_process_group(self.process.pid)
         self.process.wait()
         self._close_fds()
 
     def stop(self, grace: float = 2.0) -> None:
-        """Close the request pipe (the worker's loop ends on EOF); kill it if it lingers."""
+        """Close the request pipe (the worker's loop ends on EOF, and it kills its group); kill the
+        group if it lingers, and in any case what is left of it."""
         try:
             os.close(self.request_fd)
         except OSError:
             pass
-        try:
-            self.process.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        self._ended(grace)  # not reaped: the group id stays ours until the wait below
+        kill_process_group(self.process.pid)
+        self.process.wait()
         self._close_fds(request=False)
 
     def _close_fds(self, request: bool = True) -> None:
         self.stderr.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
         for fd in ((self.request_fd, self.result_fd) if request else (self.result_fd,)):
             try:
                 os.close(fd)
@@ -180,21 +214,29 @@ class PythonEnvironment(Environment):
         memory_limit_mb: int | None = DEFAULT_MEMORY_LIMIT_MB,
         seed: int = 0,
         isolate_network: bool = True,
+        pass_env: Sequence[str] = (),
+        writable: Sequence[str | Path] = (),
+        max_file_mb: int = DEFAULT_MAX_FILE_MB,
     ) -> None:
+        """`pass_env`: variables tools may read besides the allow-list of `sandbox.py`;
+        `writable`: folders tools may write under besides their private one (where Landlock
+        confines them); `max_file_mb`: the size cap of every file a tool writes."""
         self.module = Path(module).resolve()
         if not self.module.is_file():
             raise EnvironmentStartError(f"{self.module}: no such tool module")
         self.timeout = timeout
         self.grace = 0.5 + timeout / 4  # the worker's own timer fires first; this is the backstop
         self.n_workers = max(1, workers or os.cpu_count() or 1)
-        self._config_frame = self._config(self.module, tools, timeout, memory_limit_mb, seed, isolate_network)
+        self._pass_env = tuple(pass_env)
+        self._config_frame = self._config(self.module, tools, timeout, memory_limit_mb, seed, isolate_network,
+                                          writable, max_file_mb)
         self._lock = threading.Lock()
         self._workers: list[_Worker] = []
         self.replaced_workers = 0  # workers killed (timeout) or dead, and started again
         self.replayed_paths = 0  # paths re-run call by call after their worker was lost
         try:
             for _ in range(self.n_workers):
-                self._workers.append(_Worker(self._config_frame))
+                self._workers.append(_Worker(self._config_frame, self._pass_env))
             for worker in self._workers:
                 self._await_hello(worker)
         except BaseException:
@@ -204,10 +246,12 @@ class PythonEnvironment(Environment):
         self.tool_names: list[str] = first["tools"]
         self.network_isolated: bool = all(worker.hello["network_isolated"] for worker in self._workers)
         self.memory_capped: bool = all(worker.hello["memory_capped"] for worker in self._workers)
+        self.filesystem_confined: bool = all(worker.hello.get("filesystem_confined") for worker in self._workers)
 
     @staticmethod
     def _config(
-        module: Path, tools: Any, timeout: float, memory_limit_mb: int | None, seed: int, isolate_network: bool
+        module: Path, tools: Any, timeout: float, memory_limit_mb: int | None, seed: int, isolate_network: bool,
+        writable: Sequence[str | Path] = (), max_file_mb: int = DEFAULT_MAX_FILE_MB,
     ) -> bytes:
         schemas: dict[str, Any] = {}
         if isinstance(tools, Mapping):
@@ -221,6 +265,9 @@ class PythonEnvironment(Environment):
             "seed": seed,
             "isolate_network": isolate_network,
             "schemas": schemas,
+            # the worker adds its own private folder (its working directory) to these
+            "writable": [str(Path(path).resolve()) for path in writable],
+            "max_file_bytes": max_file_mb * 1024 * 1024,
         }
         return _request(config)
 
@@ -384,7 +431,7 @@ class PythonEnvironment(Environment):
     def _replace(self, slot: int) -> int:
         """Kill the worker in `slot` (if still alive) and start a fresh one in its place."""
         self._workers[slot].kill()
-        worker = _Worker(self._config_frame)
+        worker = _Worker(self._config_frame, self._pass_env)
         self._await_hello(worker)
         self._workers[slot] = worker
         self.replaced_workers += 1

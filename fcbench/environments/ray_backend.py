@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from fcbench.environments import CallOutcome, Environment, PathRun, PlannedCall
 from fcbench.environments.python_env import DEFAULT_MEMORY_LIMIT_MB, EnvironmentStartError, PythonEnvironment
+from fcbench.environments.sandbox import DEFAULT_MAX_FILE_MB
 from fcbench.errors import UserError
 
 if TYPE_CHECKING:
@@ -56,7 +57,8 @@ class PathRunner:
     def __init__(self, config: Mapping[str, Any]) -> None:
         self.environment = PythonEnvironment(config["module"], config["schemas"], workers=1, timeout=config["timeout"],
                                              memory_limit_mb=config["memory_limit_mb"], seed=config["seed"],
-                                             isolate_network=config["isolate_network"])
+                                             isolate_network=config["isolate_network"], pass_env=config["pass_env"],
+                                             writable=config["writable"], max_file_mb=config["max_file_mb"])
 
     def hello(self) -> dict[str, Any]:
         environment = self.environment
@@ -122,7 +124,12 @@ class RayEnvironment(Environment):
         memory_limit_mb: int | None = DEFAULT_MEMORY_LIMIT_MB,
         seed: int = 0,
         isolate_network: bool = True,
+        pass_env: Sequence[str] = (),
+        writable: Sequence[str | Path] = (),
+        max_file_mb: int = DEFAULT_MAX_FILE_MB,
     ) -> None:
+        """`pass_env`, `writable`, `max_file_mb`: as for `PythonEnvironment` (sandbox.py); on a
+        cluster the variables are read from each node's environment and the folders are its own."""
         self.module = Path(module).resolve()
         if not self.module.is_file():
             raise EnvironmentStartError(f"{self.module}: no such tool module")
@@ -132,7 +139,9 @@ class RayEnvironment(Environment):
         elif tools is not None:
             schemas = {tool.name: tool.parameters for tool in tools}
         self._config = {"module": str(self.module), "schemas": schemas, "timeout": timeout,
-                        "memory_limit_mb": memory_limit_mb, "seed": seed, "isolate_network": isolate_network}
+                        "memory_limit_mb": memory_limit_mb, "seed": seed, "isolate_network": isolate_network,
+                        "pass_env": list(pass_env), "writable": [str(path) for path in writable],
+                        "max_file_mb": max_file_mb}
         self.paths_per_task = paths_per_task
         self.max_retries = max_retries
         self.retried_batches = 0  # batches submitted again after their Ray worker died

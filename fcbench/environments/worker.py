@@ -1,6 +1,7 @@
 """The python environment's worker process: imports a tool module once, then answers calls.
 
-Started by `fcbench.environments.python_env` as `python -m fcbench.environments.worker REQ_FD RES_FD`.
+Started by `fcbench.environments.python_env` as `python -m fcbench.environments.worker REQ_FD RES_FD
+FOLDER` (FOLDER: its private working folder, emptied by the worker when it ends, removed by the parent).
 Protocol: requests arrive on REQ_FD as length-prefixed pickles (cheap to make; only the trusted
 parent writes them); answers leave on RES_FD as JSON lines (the parent never unpickles what a
 process running tool code wrote). RES_FD is a pipe of its own, so whatever a tool prints (stdout
@@ -15,9 +16,13 @@ Then the requests, each answered in order:
                                               a path is a list of steps of (label, name, arguments)
 
 Guards, in the order they apply: the network namespace is left (no network) before the tool module
-is imported; the address-space cap is set before the import too, so a module that allocates at
-import time is capped; each call runs under an interval timer (the parent kills the worker if a
-tool ignores it); each result is checked to be JSON before it is sent. Randomness: the `random`
+is imported; the address-space cap, the file-size cap and the write confinement (`sandbox.py`:
+only the private working folder, `writable` and /dev/null, where the kernel has Landlock) are set
+before the import too, so a module's import-time code is held to them; each call runs under an
+interval timer (the parent kills the worker if a tool ignores it); each result is checked to be
+JSON before it is sent. When the requests end (the parent closed the pipe, or went away and the
+next answer finds no reader), the worker kills its process group: whatever its tools started.
+The parent started it with a minimal environment, in a private folder, as a session leader. Randomness: the `random`
 module's shared generator is seeded from (pipeline seed, tool name, arguments) at a call's first
 draw, so a call gives the same answer on any worker (numpy's, when a tool imported numpy, too).
 """
@@ -35,6 +40,7 @@ import os
 import pickle
 import random
 import resource
+import shutil
 import signal
 import struct
 import sys
@@ -53,6 +59,7 @@ from fcbench.environments import (
     normalise_json,
     run_path,
 )
+from fcbench.environments.sandbox import PRIVATE_FOLDER_PREFIX, cap_file_size, confine_writes, kill_own_group_if_leader
 
 CLONE_NEWNET = 0x40000000  # from <sched.h>, for libc.unshare (os.unshare only exists from Python 3.12)
 NETWORK_ENV_VAR = "FCBENCH_NETWORK"  # "off" when the worker has no network, "on" when it could not be cut
@@ -421,12 +428,15 @@ def write_line(fd: int, message: Mapping[str, Any]) -> None:
     write_text(fd, _dumps(message))
 
 
-def serve(request_fd: int, result_fd: int) -> int:
+def serve(request_fd: int, result_fd: int, private_folder: str | None = None) -> int:
     frames = read_frames(os.fdopen(request_fd, "rb"))
     config = next(frames)
     network_isolated = isolate_network() if config.get("isolate_network", True) else False
     os.environ[NETWORK_ENV_VAR] = "off" if network_isolated else "on"
     memory_capped = cap_memory(int(config["memory_limit_bytes"])) if config.get("memory_limit_bytes") else False
+    file_size_capped = cap_file_size(int(config["max_file_bytes"])) if config.get("max_file_bytes") else False
+    sys.dont_write_bytecode = True  # the tool module's folder is not the worker's to write in
+    filesystem_confined = confine_writes([os.getcwd(), *config.get("writable", [])])
     lazy_random = _install_call_seeded_random()  # before the tools import names from `random`
     try:
         tools = load_tools(config["module"])
@@ -437,11 +447,28 @@ def serve(request_fd: int, result_fd: int) -> int:
     _silence_stderr()  # from here on stderr is the tools' (start-up errors above stay visible to the parent)
     write_line(
         result_fd,
-        {"ready": True, "tools": sorted(tools), "network_isolated": network_isolated, "memory_capped": memory_capped},
+        {"ready": True, "tools": sorted(tools), "network_isolated": network_isolated, "memory_capped": memory_capped,
+         "filesystem_confined": filesystem_confined, "file_size_capped": file_size_capped},
     )
     gc.freeze()  # the module and start-up objects are permanent: keep them out of every collection
-    answer_requests(frames, runner, result_fd)
+    try:
+        answer_requests(frames, runner, result_fd)
+    finally:  # the parent closed the pipe or is gone (BrokenPipeError): nothing a tool started outlives us
+        if private_folder and os.path.basename(private_folder).startswith(PRIVATE_FOLDER_PREFIX):
+            _empty(private_folder)  # the folder itself is swept by the next command (sandbox.py)
+        kill_own_group_if_leader()
     return 0
+
+
+def _empty(folder: str) -> None:
+    for entry in os.scandir(folder):
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            try:
+                os.unlink(entry.path)
+            except OSError:
+                pass
 
 
 def _silence_stderr() -> None:
@@ -451,7 +478,7 @@ def _silence_stderr() -> None:
 
 
 def main(argv: Sequence[str]) -> int:
-    return serve(int(argv[1]), int(argv[2]))
+    return serve(int(argv[1]), int(argv[2]), argv[3] if len(argv) > 3 else None)
 
 
 if __name__ == "__main__":

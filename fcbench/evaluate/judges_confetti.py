@@ -37,7 +37,6 @@ from fcbench.score.confetti import (
     ParameterUse,
     normal_dialog_act,
     score_confetti,
-    summarise,
 )
 from fcbench.score.matching import PredictedCall, values_equivalent
 
@@ -247,5 +246,5 @@ def grading_line(grading: Mapping[str, Any]) -> str:
 def _judged(report: ConfettiReport, grading: dict[str, Any]) -> JudgedReport:
     line = grading_line(grading)
     grading = {"line": line, **grading}
-    report.summary = {"grading": grading, **summarise(report.items)}
+    report.summary = {"grading": grading, **report.summary}
     return JudgedReport(report, grading, line, nothing_usable=False)

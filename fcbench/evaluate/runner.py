@@ -146,8 +146,9 @@ class Trajectory:
 
 @dataclass(frozen=True)
 class Unanswered:
-    """A sample the endpoint gave no usable answer for (retries spent, a 4xx): not scored, and
-    tried again on the next run rather than counted as the model's failure."""
+    """A sample the endpoint gave no usable answer for (retries spent, a 4xx): it has no
+    trajectory, so the scores count it as a failure (the gold set's rule: leaving a sample out would
+    raise them), it is listed in the rejects and `gold_set.missing`, and the next run tries it again."""
 
     sample_id: str
     reason: str
@@ -621,6 +622,7 @@ def _score_and_write(config: LLMConfig, benchmark: BenchmarkInput, index: Benchm
     completeness_judge = judges.completeness_judge if judges else naive_completeness_judge
     correctness_judge = judges.correctness_judge if judges else naive_correctness_judge
     overflow: list[str] = []
+    missing: list[str] = []
     label = f"evaluate {config.model}: scoring"
     with (JsonListSpool(paths.model_dir) as items, StageProgress(label, len(saved)) as progress,
           open(paths.trajectories, "rb") as log):
@@ -628,6 +630,10 @@ def _score_and_write(config: LLMConfig, benchmark: BenchmarkInput, index: Benchm
         def scored_lines() -> Iterator[str]:
             for sample in benchmark.samples(index):
                 if sample.id not in saved:
+                    # the gold set's rule (fcbench.score.gold_set): a sample the run could not get a
+                    # trajectory for (llm_error) is scored as a failure, never left out of the figures
+                    missing.append(sample.id)
+                    items.append(tally.add_missing(sample))
                     continue
                 line = read_trajectory(log, saved[sample.id])
                 if line.get("stop_reason") == STOP_CONTEXT_OVERFLOW:
@@ -655,6 +661,7 @@ def _score_and_write(config: LLMConfig, benchmark: BenchmarkInput, index: Benchm
                     "metric": "complexeval", "model": config.model, "input": benchmark.source,
                     "samples": len(index), "settings": dict(settings),
                     "not_evaluated": dict(sorted(not_evaluated.items())),
+                    "gold_set": {"gold": len(index), "answered": len(index) - len(missing), "missing": missing},
                     "summary": summary, "items": None}
         if config.context_window is not None:
             document["context_overflow"] = {"samples": overflow, "window": config.context_window,

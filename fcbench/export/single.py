@@ -376,8 +376,9 @@ def export_samples(source: Path, paths: ExportPaths, settings: ExportSettings, *
         if work_dir.exists():
             shutil.rmtree(work_dir)
     if not splits:
-        raise UserError(f"{source}: no sample could be exported ({summary.rejected} rejected, "
-                        f"reasons in {rejects})")
+        top = "; ".join(f"{count} {reason}" for reason, count in list(summary.reasons.items())[:3])  # most common first
+        raise UserError(f"{source}: no sample could be exported ({summary.rejected} rejected: {top}; every reject "
+                        f"in {rejects})")
     guarded.finish()
     return summary
 

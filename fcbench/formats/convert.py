@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ class ConversionResult:
     rejected: int
     warnings: list[str] = field(default_factory=list)
     rejects_file: Path | None = None
+    reasons: dict[str, int] = field(default_factory=dict)  # reject reason -> items
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -24,6 +26,7 @@ class ConversionResult:
             "rejected": self.rejected,
             "warnings": self.warnings,
             "rejects_file": str(self.rejects_file) if self.rejects_file else None,
+            "reasons": self.reasons,
         }
 
 
@@ -38,7 +41,8 @@ def convert_file(input_file: Path, from_format: str, to_format: str, output: Pat
     for item in read_samples(input_file, from_format, options):
         (rejects if isinstance(item, Rejected) else samples).append(item)
     warnings = write_samples(samples, output, to_format, options)
-    result = ConversionResult(converted=len(samples), rejected=len(rejects), warnings=warnings)
+    result = ConversionResult(converted=len(samples), rejected=len(rejects), warnings=warnings,
+                              reasons=dict(sorted(Counter(r.reason for r in rejects).items())))
     if rejects:
         result.rejects_file = rejects_path(output)
         write_json_lines(result.rejects_file,

@@ -5,6 +5,7 @@ per kind. The stage logic lives in each stage's own package."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -197,6 +198,13 @@ def run_stage(name: str, pipeline: PipelineConfig, settings: Any = None, *, offl
 
 
 # ------------------------------------------------------------------------------------- execute
+def _failure_reason(failure) -> str:
+    """A failure as a reason shared by every sample it happens to: the error kind and the tool."""
+    if failure is None:
+        return "the path did not run"
+    return f"{failure.outcome.reason.value if failure.outcome.reason else 'error'} ({failure.name})"
+
+
 def _failure_text(failure) -> str:
     if failure is None:
         return "the path did not run"
@@ -235,13 +243,17 @@ def execute_file(path: Path, fmt: str, options: FormatOptions, tools_module: Pat
         results = iter(execute_gold_paths(samples, environment))
     comparison = comparison or AnswerComparison()
     report_items = []
+    failure_reasons: Counter[str] = Counter()  # why samples did not run, without their particulars
     for item in items:
         if isinstance(item, Rejected):
             report_items.append({"id": None, "ok": False, "reproduces": None, "answer": None,
                                  "error": f"{item.source}: {item.reason}"})
+            failure_reasons[item.reason] += 1
             continue
         result = next(results)
         failure = result.failure
+        if not result.ok:
+            failure_reasons[_failure_reason(failure)] += 1
         answer = None if isinstance(result.answer, ExecutionFailed) else result.answer
         report_items.append({
             "id": item.id,
@@ -259,5 +271,6 @@ def execute_file(path: Path, fmt: str, options: FormatOptions, tools_module: Pat
         "does_not_reproduce": sum(item["reproduces"] is False for item in report_items),
         "no_recorded_answer": sum(item["reproduces"] is None for item in report_items),
         "network_isolated": environment.network_isolated,
+        "failure_reasons": dict(sorted(failure_reasons.items())),
     }
     return ExecuteReport(summary, report_items)

@@ -141,7 +141,8 @@ def pipeline_entry(name: str, dataset_dir: str, imported: OpenAPIImport, base_ur
     if base_url:
         lines.append(f"      base_url: {json.dumps(base_url)}   # replaces the descriptions' server URLs")
     if auth_env:
-        lines.append(f"      auth_env: {auth_env}   # the token is read from this variable, sent as a header, never written")
+        lines.append(f"      auth_env: {auth_env}   # the token is read from this variable, sent, never written")
+        lines += auth_lines(imported.security_slots)
     lines += [
         "    stages:",
         "      stage1:",
@@ -159,6 +160,23 @@ def pipeline_entry(name: str, dataset_dir: str, imported: OpenAPIImport, base_ur
         "        formats: [parquet, fcbench]",
     ]
     return "\n".join(lines) + "\n"
+
+
+def auth_lines(slots: list[dict[str, str]]) -> list[str]:
+    """Where the token goes, from the first security scheme the descriptions declare (default,
+    no scheme declared: `Authorization: Bearer <token>`)."""
+    if not slots:
+        return []
+    slot = slots[0]
+    why = f"   # security scheme {slot['scheme']!r} of the description"
+    if slot["type"] == "apiKey":
+        lines = [f"      auth_header: {json.dumps(slot['name'])}{why}", "      auth_scheme: \"\"   # the bare key"]
+        if slot["in"] != "header":
+            lines.append(f"      auth_in: {slot['in']}")
+        return lines
+    if slot.get("http_scheme") == "basic":
+        return [f"      auth_scheme: Basic{why} (the variable holds base64 of user:password)"]
+    return []
 
 
 def _new_target(name: str, pipelines_file: Path, force: bool) -> tuple[str, Path]:

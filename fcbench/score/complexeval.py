@@ -52,6 +52,7 @@ from fcbench.environments.recorded import UNKNOWN_CALL_RESPONSE
 from fcbench.resolve import CallSite, UnresolvedReference, resolve_arguments
 from fcbench.sample import AcceptableValues, Call, Sample, Tool
 from fcbench.errors import JudgeError
+from fcbench.score.gold_set import GoldAlignment, align_to_gold, item_id
 from fcbench.score.matching import (
     CallDecodeError,
     CallLike,
@@ -874,7 +875,8 @@ def domain_name(sample: Sample) -> str:
 @dataclass
 class ComplexEvalReport:
     summary: dict[str, Any]
-    items: list[dict[str, Any]]  # one per trajectory, in the order given
+    items: list[dict[str, Any]]  # one per gold sample, in the gold's order
+    gold_set: dict[str, Any] | None = None  # GoldAlignment.listing(): missing, duplicate, foreign lines
 
 
 Trajectories = Union[Mapping[str, Sequence[TrajectoryTurn]], Sequence[Mapping[str, Any]]]
@@ -890,21 +892,37 @@ def score_complexeval(
     correctness_judge: ResponseJudge = naive_correctness_judge,
     options_for: Callable[[Sample], ComplexEvalOptions] | None = None,
 ) -> ComplexEvalReport:
-    """Score saved trajectories; summary in the shape of ComplexFuncBench's Table 2. A trajectory
-    whose id has no sample becomes an item with an error and is counted, never dropped.
-    `options_for(sample)` gives per-sample options (an LLM judge that sees the sample's query).
-    (`evaluate` scores one sample at a time into a `ComplexEvalTally` instead: the same figures.)"""
-    by_id = {sample.id: sample for sample in samples}
+    """Score saved trajectories against the gold set `samples`; summary in the shape of
+    ComplexFuncBench's Table 2. Items follow the samples (`fcbench.score.gold_set`): the first
+    trajectory of a sample is its answer (later ones are listed as duplicates), a sample without
+    one is scored as a failure with no correct call, and a trajectory for an id no sample has is
+    listed, never scored. `options_for(sample)` gives per-sample options (an LLM judge that sees
+    the sample's query). (`evaluate` scores one sample at a time into a `ComplexEvalTally`
+    instead: the same figures.)"""
+    samples = list(samples)
+    alignment = align_trajectories(samples, trajectories)
     tally, items = ComplexEvalTally(), []
-    for sample_id, turns in trajectory_lines(trajectories):
-        sample = by_id.get(sample_id)
-        if sample is None:
-            items.append(tally.add_unknown(sample_id))
+    for sample in samples:
+        line = alignment.answer(sample.id)
+        if line is None:
+            items.append(tally.add_missing(sample))
             continue
         sample_options = options_for(sample) if options_for is not None else options
-        verdict = score_trajectory(sample, turns, sample_options, completeness_judge, correctness_judge)
+        verdict = score_trajectory(sample, line.get("turns") or [], sample_options, completeness_judge, correctness_judge)
         items.append(tally.add(verdict))
-    return ComplexEvalReport(tally.summary(completeness_judge, correctness_judge), items)
+    for _, foreign_id in alignment.foreign:
+        tally.add_unknown(foreign_id)
+    tally.complete = alignment.complete
+    return ComplexEvalReport(tally.summary(completeness_judge, correctness_judge), items, alignment.listing())
+
+
+def align_trajectories(samples: Sequence[Sample], trajectories: Trajectories) -> GoldAlignment[str]:
+    """Which trajectory answers which sample (the gold set's rules, `fcbench.score.gold_set`)."""
+    if isinstance(trajectories, Mapping):
+        lines: list[Any] = [{"id": str(sample_id), "turns": turns} for sample_id, turns in trajectories.items()]
+    else:
+        lines = list(trajectories)
+    return align_to_gold([sample.id for sample in samples], lines, item_id)
 
 
 RULE_BASED_JUDGES = {"naive_completeness_judge", "naive_correctness_judge"}
@@ -929,12 +947,6 @@ def judges_line(judges: Mapping[str, Any]) -> str:
             f"correctness (0-2) by {judges.get('completeness', '?')} and {judges.get('correctness', '?')}")
 
 
-def trajectory_lines(trajectories: Trajectories) -> list[tuple[str, Sequence[TrajectoryTurn]]]:
-    if isinstance(trajectories, Mapping):
-        return [(str(sample_id), turns) for sample_id, turns in trajectories.items()]
-    return [(str(line.get("id")), line.get("turns") or []) for line in trajectories]
-
-
 def summarise(verdicts: Sequence[ComplexEvalVerdict]) -> dict[str, Any]:
     """Overall figures, error counts, per-parameter-type error rates and per-domain figures."""
     tally = ComplexEvalTally()
@@ -956,6 +968,13 @@ class _Figures:
     completeness_n: int = 0
     correctness_sum: int = 0
     correctness_n: int = 0
+
+    def add_missing(self, n_gold_calls: int) -> None:
+        """A sample without a trajectory: a failure, none of its calls made, judged 0 and 0."""
+        self.n += 1
+        self.gold_calls += n_gold_calls
+        self.completeness_n += 1
+        self.correctness_n += 1
 
     def add(self, verdict: ComplexEvalVerdict) -> None:
         self.n += 1
@@ -993,6 +1012,10 @@ class ComplexEvalTally:
         self._parameters = {kind: {"errors": 0, "total": 0} for kind in PARAMETER_TYPES}
         self._layers: Counter[str] = Counter()
         self._unknown: list[str] = []
+        self._missing = 0
+        # False once a gold sample had no trajectory: the per-parameter-type error rates are over
+        # the calls made, so a missing sample would improve them; they are then not reported
+        self.complete = True
 
     def add(self, verdict: ComplexEvalVerdict) -> dict[str, Any]:
         self._overall.add(verdict)
@@ -1011,6 +1034,20 @@ class ComplexEvalTally:
                 self._parameters[check.parameter_type]["errors"] += not check.ok
         return verdict.to_json()
 
+    def add_missing(self, sample: Sample) -> dict[str, Any]:
+        """A gold sample no trajectory answers: counted as a failure (no call made, completeness
+        and correctness 0), and its item says so."""
+        n_gold_calls = sum(len(step) for step in sample.calls)
+        domain = domain_name(sample)
+        self._overall.add_missing(n_gold_calls)
+        self._by_domain.setdefault(domain, _Figures()).add_missing(n_gold_calls)
+        self._missing += 1
+        self.complete = False
+        return {"id": sample.id, "domain": domain, "success": False, "n_gold_calls": n_gold_calls,
+                "n_correct_calls": 0, "call_accuracy": 0.0,
+                "error": {"type": "missing_prediction", "detail": "no trajectory for this sample"},
+                "completeness": 0, "correctness": 0}
+
     def add_unknown(self, sample_id: str) -> dict[str, Any]:
         """A trajectory whose id has no sample: counted, and its item says so."""
         self._unknown.append(sample_id)
@@ -1027,8 +1064,13 @@ class ComplexEvalTally:
         # (matched or not): errors / checked, an extra parameter counting as one checked and wrong;
         # calls to another function are func_errors and say nothing about parameters
         counts = {kind: dict(c) for kind, c in self._parameters.items() if c["total"]}
-        summary["param_type_error_rate"] = {kind: c["errors"] / c["total"] for kind, c in counts.items()}
+        summary["param_type_error_rate"] = {kind: c["errors"] / c["total"] for kind, c in counts.items()} \
+            if self.complete else {}
+        if not self.complete:
+            summary["param_type_error_rate_note"] = (f"not reported: {self._missing} samples have no trajectory, and "
+                                                     "these rates are over the calls made")
         summary["param_type_counts"] = counts
+        summary["missing"] = self._missing
         summary["by_domain"] = {d: self._by_domain[d].as_dict() for d in sorted(self._by_domain)}
         return summary
 

@@ -61,7 +61,7 @@ from fcbench.score.complexeval import (
     naive_completeness_judge,
     naive_correctness_judge,
     run_response_judge,
-    trajectory_lines,
+    align_trajectories,
 )
 from fcbench.errors import JudgeError
 from fcbench.score.matching import MatchLayer, PredictedCall, call_similarity
@@ -584,17 +584,23 @@ def score_compat(
     options_for: Callable[[Sample], CompatOptions] | None = None,
 ) -> ComplexEvalReport:
     """Score saved trajectories with the reference's verdicts. Items and summary have the default
-    mode's shape plus `mode: compat`, the reference's error names, crashes and paid-layer pairs."""
-    by_id = {sample.id: sample for sample in samples}
+    mode's shape plus `mode: compat`, the reference's error names, crashes and paid-layer pairs.
+    The reference runs every sample of the benchmark, so the gold set's rules hold here as in
+    default mode (`score_complexeval`): a sample without a trajectory is a `missing_prediction`
+    failure (completeness and correctness 0), duplicate and foreign trajectories are listed only."""
+    samples = list(samples)
+    alignment = align_trajectories(samples, trajectories)
     items: list[dict[str, Any]] = []
     verdicts: list[tuple[CompatVerdict, int, int]] = []
-    unknown: list[str] = []
-    for sample_id, turns in trajectory_lines(trajectories):
-        sample = by_id.get(sample_id)
-        if sample is None:
-            unknown.append(sample_id)
-            items.append({"id": sample_id, "error": {"type": "unknown_id", "detail": "no sample has this id"}})
+    for sample in samples:
+        line = alignment.answer(sample.id)
+        if line is None:
+            missing = CompatVerdict(sample.id, domain_name(sample), False, sum(len(step) for step in sample.all_steps()),
+                                    0, "missing_prediction", "no trajectory for this sample", 0, [], None)
+            verdicts.append((missing, 0, 0))
+            items.append(missing.to_json(0, 0))
             continue
+        turns = line.get("turns") or []
         verdict = run_compat_trajectory(sample, turns, options_for(sample) if options_for else options)
         record = SessionRecord(final_text=verdict.final_text, remaining_labels=list(verdict.remaining),
                                error_type=verdict.error_type, stop_reason="compat")
@@ -608,9 +614,9 @@ def score_compat(
                                                                 ("correctness", correctness_error)) if error}
         items.append(item)
     summary = _compat_summary(verdicts)
-    summary["unknown_ids"] = unknown
+    summary["unknown_ids"] = [foreign_id for _, foreign_id in alignment.foreign]
     summary["judges"] = judges_used(completeness_judge, correctness_judge)
-    return ComplexEvalReport(summary, items)
+    return ComplexEvalReport(summary, items, alignment.listing())
 
 
 def _compat_summary(verdicts: Sequence[tuple[CompatVerdict, Any, Any]]) -> dict[str, Any]:

@@ -36,6 +36,7 @@ from typing import Any
 from fcbench.errors import JudgeError
 from fcbench.sample import AcceptableValues, Call, Sample
 from fcbench.score.complexeval import value_in_text
+from fcbench.score.gold_set import PredictionLine, align_to_gold, item_id
 from fcbench.score.matching import (
     PredictedCall,
     TextSimilarity,
@@ -270,7 +271,8 @@ def prediction_from_sample(sample: Sample) -> dict[str, Any]:
 @dataclass
 class ConfettiReport:
     summary: dict[str, Any]
-    items: list[dict[str, Any]]  # one per prediction line, in prediction order
+    items: list[dict[str, Any]]  # one per gold turn, in the gold's order
+    gold_set: dict[str, Any] | None = None  # GoldAlignment.listing(): missing, duplicate, foreign lines
 
 
 @dataclass(frozen=True)
@@ -283,24 +285,65 @@ class ConfettiOptions:
 @metric("confetti", llm_judged=True)
 def score_confetti(
     samples: Iterable[Sample],
-    predictions: Iterable[Mapping[str, Any]],
+    predictions: Iterable[Mapping[str, Any] | PredictionLine],
     options: ConfettiOptions = ConfettiOptions(),
     contexts: Mapping[str, str] | None = None,
 ) -> ConfettiReport:
-    """Score prediction lines `{"id", "result"?, "dialog_acts"?, "response"?}` against the samples
-    with the same id. `contexts` gives each turn's conversation text for the validity judge (the
-    published files carry none); a sample's own messages are used too. A line with an unknown id
-    or a malformed result becomes an item with an error, counted in the summary."""
-    by_id = {sample.id: sample for sample in samples}
+    """Score prediction lines `{"id", "result"?, "dialog_acts"?, "response"?}` against the gold
+    set `samples` (`fcbench.score.gold_set`): one item per gold turn, in the gold's order.
+
+    Which parts are graded is decided once for the whole file, never line by line: the AST part
+    when any answering line has a `result`, the dialog-act part when any has `dialog_acts` or a
+    `response`. Then every gold turn counts in that part's denominator (for dialog acts: every
+    turn with gold acts): a turn without a line is wrong, a line without a `result` predicts no
+    call, a line without acts or response predicts no act, a malformed result scores 0. The
+    parameter validity rate is over the values predicted, so it is reported only when every gold
+    turn has a line. `contexts` gives each turn's conversation text for the validity judge (the
+    published files carry none); a sample's own messages are used too."""
+    samples = list(samples)
+    alignment = align_to_gold([sample.id for sample in samples], predictions, item_id)
+    answering = [line for _, line in alignment.pairs() if line is not None]
+    parts = GradedParts(ast=any("result" in line for line in answering),
+                        dialog_acts=any(_gives_acts(line) for line in answering))
     items = []
-    for line in predictions:
-        sample = by_id.get(str(line.get("id")))
-        if sample is None:
-            items.append({"id": line.get("id"), "error": "unknown_id"})
+    for sample in samples:
+        line = alignment.answer(sample.id)
+        if line is None:
+            items.append(_missing_item(sample, parts))
             continue
         given = (contexts or {}).get(sample.id, "")
-        items.append(score_line(sample, line, options, _context_text(sample, given), history_text(sample, given)))
-    return ConfettiReport(summarise(items), items)
+        item = score_line(sample, line, options, _context_text(sample, given), history_text(sample, given), parts)
+        items.append(item)
+    summary = summarise(items)
+    summary["parts"] = {"ast": parts.ast, "dialog_acts": parts.dialog_acts}
+    summary["errors"]["unknown_id"] = len(alignment.foreign)
+    if not alignment.complete:
+        summary["parameter_validity_rate"] = None
+        summary["parameter_validity_note"] = (f"not reported: {len(alignment.missing)} gold turns have no prediction, "
+                                              "and the rate is over the values predicted")
+    return ConfettiReport(summary, items, alignment.listing())
+
+
+@dataclass(frozen=True)
+class GradedParts:
+    """The parts of CONFETTI a prediction file is graded on (decided for the whole file)."""
+
+    ast: bool = True
+    dialog_acts: bool = True
+
+
+def _gives_acts(line: Mapping[str, Any]) -> bool:
+    return isinstance(line.get("dialog_acts"), list) or isinstance(line.get("response"), str)
+
+
+def _missing_item(sample: Sample, parts: GradedParts) -> dict[str, Any]:
+    """A gold turn no line answers: wrong on every part the file is graded on."""
+    item: dict[str, Any] = {"id": sample.id, "error": "missing_prediction"}
+    if parts.ast:
+        item.update(ast_soft=0.0, exact=False, chain_length=len(sample.all_calls()))
+    if parts.dialog_acts and sample.dialog_acts is not None:
+        item.update(predicted_acts=[], acts_from="missing", gold_acts=list(sample.dialog_acts), dialog_act_match=False)
+    return item
 
 
 def _context_text(sample: Sample, given: str) -> str:
@@ -326,17 +369,26 @@ def history_text(sample: Sample, given: str = "") -> str:
 
 
 def score_line(sample: Sample, line: Mapping[str, Any], options: ConfettiOptions, context: str,
-               history: str = "") -> dict[str, Any]:
-    """Every metric the line allows: AST when it has a result, dialog acts when the sample has
-    gold acts and the line has acts or a response to classify. A part whose classifier or judge
-    could not decide is named in the item's `judge_error` instead of being scored."""
+               history: str = "", parts: GradedParts | None = None) -> dict[str, Any]:
+    """Every part the file is graded on (`parts`; default: the parts this line answers): AST
+    (a line without a result predicts no call), and dialog acts when the sample has gold acts (a
+    line without acts or a response predicts none). A malformed result scores 0. A part whose
+    classifier or judge could not decide is named in the item's `judge_error` instead of being
+    scored."""
+    if parts is None:
+        parts = GradedParts(ast="result" in line, dialog_acts=_gives_acts(line))
     item: dict[str, Any] = {"id": sample.id}
     calls: list[PredictedCall] = []
-    if "result" in line:
+    malformed = None
+    if parts.ast:
         try:
-            calls = decoded_result(line["result"])
+            calls = decoded_result(line.get("result", []))
         except PredictionError as exc:
-            return {**item, "error": "malformed_result", "detail": str(exc)}
+            malformed = str(exc)
+    if malformed is not None:  # wrong on AST; its text may still be graded on dialog acts
+        item.update(error="malformed_result", detail=malformed, ast_soft=0.0, exact=False,
+                    chain_length=len(sample.all_calls()))
+    elif parts.ast:
         gold = sample.all_calls()
         chain = chain_score(calls, gold, sample.acceptable, options.text_similarity)
         item.update(ast_soft=chain.score, exact=chain.score == 1.0, chain_length=len(gold),
@@ -345,14 +397,14 @@ def score_line(sample: Sample, line: Mapping[str, Any], options: ConfettiOptions
             item.update(_validity(sample, calls, options.validity_judge, context, history))
         except JudgeError as exc:
             item.setdefault("judge_error", {})["parameter_validity"] = exc.reason
-    if sample.dialog_acts is not None:
+    if parts.dialog_acts and sample.dialog_acts is not None:
         try:
             acts = _predicted_acts(line, calls, options.act_classifier, history)
         except JudgeError as exc:
             item.setdefault("judge_error", {})["dialog_acts"] = exc.reason
             acts = None
         if acts is not None:
-            item.update(predicted_acts=acts, acts_from="given" if isinstance(line.get("dialog_acts"), list) else "classifier",
+            item.update(predicted_acts=acts, acts_from=_acts_source(line),
                         gold_acts=list(sample.dialog_acts), dialog_act_match=dialog_act_match(acts, sample.dialog_acts))
     return item
 
@@ -363,7 +415,13 @@ def _predicted_acts(line: Mapping[str, Any], calls: list[PredictedCall], classif
         return [str(act) for act in line["dialog_acts"]]
     if isinstance(line.get("response"), str):
         return classifier(line["response"], calls, history)
-    return None
+    return []  # the file is graded on dialog acts and this line gives none
+
+
+def _acts_source(line: Mapping[str, Any]) -> str:
+    if isinstance(line.get("dialog_acts"), list):
+        return "given"
+    return "classifier" if isinstance(line.get("response"), str) else "none"
 
 
 def _validity(sample: Sample, calls: list[PredictedCall], judge: ValidityJudge, context: str,

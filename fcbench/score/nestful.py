@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from fcbench.answers import NESTFUL_COMPARISON, NESTFUL_REFERENCE_COMPARISON, answers_match
 from fcbench.environments import Environment, PlannedCall
@@ -44,6 +44,7 @@ from fcbench.json_values import normalise_json
 from fcbench.errors import UserError
 from fcbench.references import format_reference, parse_reference
 from fcbench.sample import Sample, Tool, sample_from_dict
+from fcbench.score.gold_set import PredictionLine, align_to_gold, item_id, numbered, self_gold_alignment
 from fcbench.score.parse_calls import parse_calls, parse_whole_json
 from fcbench.score.registry import metric
 
@@ -61,8 +62,10 @@ class NestfulScoreError(UserError):
 @dataclass
 class NestfulReport:
     summary: dict[str, Any]
-    items: list[dict[str, Any]]  # {"sample_id", "win", "full_match"} in input order
+    items: list[dict[str, Any]]  # {"sample_id", "win", "full_match"}: gold order (see score_nestful)
     parse_failures: list[str] = field(default_factory=list)  # sample ids whose text held no calls
+    gold_set: dict[str, Any] | None = None  # GoldAlignment.listing(); None: every line scored (compat, no gold)
+    graded_against: str = "gold"  # "gold", "carried" (each line's own), "carried, every line" (compat)
 
 
 @dataclass(frozen=True)
@@ -75,27 +78,77 @@ class NestfulGold:
     tools: list[Any] = field(default_factory=list)  # NESTful tool dicts or fcbench Tools
 
 
+@dataclass(frozen=True)
+class _Graded:
+    """One gold sample and the line that answers it (None: no line did, so it is scored wrong)."""
+
+    sample_id: str
+    line: dict[str, Any] | None
+    gold: NestfulGold
+
+
+def _sample_key(line: Mapping[str, Any]) -> str | None:
+    return item_id(line, "sample_id")
+
+
 @metric("nestful")
 def score_nestful(
-    prediction_lines: list[dict[str, Any]],
-    gold_by_id: dict[str, Any] | None = None,
+    prediction_lines: Sequence[dict[str, Any] | PredictionLine],
+    gold_by_id: Mapping[str, Any] | None = None,
     compat: bool = False,
     executor: Executor | None = None,
 ) -> NestfulReport:
-    """Score prediction lines (`sample_id` + `generated_text` or `calls`). The gold comes from
-    `gold_by_id[sample_id]` (a Sample, a canonical sample dict or a NESTful line) or else from the
-    line's own `output` / `gold_answer` / `tools`. Without an executor the win rate is None."""
-    golds = [gold_for_line(line, gold_by_id) for line in prediction_lines]
+    """Score prediction lines (`sample_id` + `generated_text` or `calls`) against the gold set.
+
+    With `gold_by_id` (Samples, canonical sample dicts or NESTful lines) the gold is the authority
+    (`fcbench.score.gold_set`): items follow its order, one per gold sample; the first line of a
+    sample answers it, later ones are duplicates; a sample without a line is scored wrong; a line
+    for a sample not in it is foreign (its own `output` is never read). Without it, each line is
+    graded against the gold it carries (`output` / `gold_answer` / `tools`): the file is its own
+    gold set, so a sample left out of the file cannot be counted (say so to the reader); the first
+    line of a sample is scored, and with `compat` EVERY line, as NESTful's scorer does (it has no
+    notion of a gold set). Without an executor the win rate is None."""
+    lines = numbered(prediction_lines)
+    if gold_by_id is not None:
+        alignment = align_to_gold(gold_by_id, lines, _sample_key, no_key="no sample_id")
+        graded = [_Graded(sample_id, line, gold_from_source(gold_by_id[sample_id], sample_id))  # type: ignore[arg-type]
+                  for sample_id, line in alignment.pairs()]
+        report = _score(graded, compat, executor)
+        report.gold_set = alignment.listing()
+        if compat and not alignment.complete:
+            # The reference's F1 is macro-averaged over labels: a sample that predicts nothing adds
+            # no false positive, so leaving a wrong answer out can raise it. Over an incomplete
+            # file it cannot count a missing answer as wrong: not reported (default mode can).
+            report.summary["f1_func"] = report.summary["f1_param"] = None
+            report.summary["f1_note"] = (f"not reported: {len(alignment.missing)} gold samples have no prediction, "
+                                         "and the reference's macro F1 over labels cannot count them as wrong")
+        return report
     if compat:
-        return _score_compat(prediction_lines, golds, executor)
-    return _score_default(prediction_lines, golds, executor)
+        every = [line for line in lines if line.value is not None]
+        for line in every:
+            if _sample_key(line.value) is None:  # type: ignore[arg-type]
+                raise NestfulScoreError(f"line {line.line_no}: a prediction line has no sample_id")
+        graded = [_Graded(_sample_key(line.value), line.value, gold_for_line(line.value, None))  # type: ignore[arg-type]
+                  for line in every]
+        report = _score(graded, compat, executor)
+        report.graded_against = "carried, every line"
+        return report
+    alignment = self_gold_alignment(lines, _sample_key, no_key="no sample_id")
+    graded = [_Graded(sample_id, line, gold_for_line(line, None)) for sample_id, line in alignment.pairs()]  # type: ignore[arg-type]
+    report = _score(graded, compat, executor)
+    report.gold_set, report.graded_against = alignment.listing(), "carried"
+    return report
+
+
+def _score(graded: list[_Graded], compat: bool, executor: Executor | None) -> NestfulReport:
+    return _score_compat(graded, executor) if compat else _score_default(graded, executor)
 
 
 # --- gold -----------------------------------------------------------------------------------------
 
 
-def gold_for_line(line: dict[str, Any], gold_by_id: dict[str, Any] | None) -> NestfulGold:
-    sample_id = line.get("sample_id")
+def gold_for_line(line: Mapping[str, Any], gold_by_id: Mapping[str, Any] | None) -> NestfulGold:
+    sample_id = _sample_key(line)
     if sample_id is None:
         raise NestfulScoreError("a prediction line has no sample_id")
     if gold_by_id is not None and sample_id in gold_by_id:
@@ -216,24 +269,32 @@ class SequenceScores:
     full_match: bool
 
 
-def _score_default(lines: list[dict[str, Any]], golds: list[NestfulGold], executor: Executor | None) -> NestfulReport:
+def _score_default(graded: list[_Graded], executor: Executor | None) -> NestfulReport:
     scores: list[SequenceScores] = []
     items: list[dict[str, Any]] = []
     failures: list[str] = []
     wins: list[bool] = []
-    for line, gold in zip(lines, golds):
-        predicted, parsed_ok = predicted_calls(line)
+    for entry in graded:
+        gold = entry.gold
+        win = None
+        if entry.line is None:  # no prediction: wrong on every measure, whatever the gold is
+            scores.append(SequenceScores(f1_func=0.0, f1_param=0.0, partial_acc=0.0, full_match=False))
+            if executor is not None and gold.has_answer:
+                win = False
+                wins.append(win)
+            items.append({"sample_id": entry.sample_id, "win": win, "full_match": False, "missing": True})
+            continue
+        predicted, parsed_ok = predicted_calls(entry.line)
         if not parsed_ok:
-            failures.append(line["sample_id"])
+            failures.append(entry.sample_id)
         gold_calls = labelled_calls(gold.calls)
         scores.append(score_sequence(gold_calls, predicted))
-        win = None
         if executor is not None and gold.has_answer:
             win = default_win(predicted, gold, executor)
             wins.append(win)
-        items.append({"sample_id": line["sample_id"], "win": win, "full_match": scores[-1].full_match})
+        items.append({"sample_id": entry.sample_id, "win": win, "full_match": scores[-1].full_match})
     summary = {
-        "n": len(lines),
+        "n": len(graded),
         "f1_func": _mean(s.f1_func for s in scores),
         "f1_param": _mean(s.f1_param for s in scores),
         "partial_acc": _mean(s.partial_acc for s in scores),
@@ -405,8 +466,8 @@ class _CompatItem:
     parsed: bool
 
 
-def _score_compat(lines: list[dict[str, Any]], golds: list[NestfulGold], executor: Executor | None) -> NestfulReport:
-    compat_items = [_compat_item(line, gold) for line, gold in zip(lines, golds)]
+def _score_compat(graded: list[_Graded], executor: Executor | None) -> NestfulReport:
+    compat_items = [_compat_item(entry) for entry in graded]
     intent_gold = [[str(call["name"]) for call in item.gold_calls] for item in compat_items]
     intent_pred = [[str(call["name"]) for call in item.predicted_calls if not _is_dummy(call)] for item in compat_items]
     slot_gold: list[list[str]] = []
@@ -415,32 +476,39 @@ def _score_compat(lines: list[dict[str, Any]], golds: list[NestfulGold], executo
         gold_rows, pred_rows = reference_slot_rows(item.gold_calls, item.predicted_calls)
         slot_gold.extend(gold_rows)
         slot_pred.extend(pred_rows)
-    accuracies = [reference_sequence_accuracy(item.gold_calls, item.predicted_calls) for item in compat_items]
+    # a sample without a prediction is wrong even where an empty sequence would match its gold
+    accuracies = [0.0 if entry.line is None else reference_sequence_accuracy(item.gold_calls, item.predicted_calls)
+                  for entry, item in zip(graded, compat_items)]
 
     items: list[dict[str, Any]] = []
     wins: list[bool] = []
-    for line, gold, item, accuracy in zip(lines, golds, compat_items, accuracies):
-        win = reference_win(item.predicted_value, gold, executor) if executor is not None and gold.has_answer else None
-        if win is not None:
+    for entry, item, accuracy in zip(graded, compat_items, accuracies):
+        win = None
+        if executor is not None and entry.gold.has_answer:
+            win = False if entry.line is None else reference_win(item.predicted_value, entry.gold, executor)
             wins.append(win)
-        items.append({"sample_id": line["sample_id"], "win": win, "full_match": accuracy == 1})
+        items.append({"sample_id": entry.sample_id, "win": win, "full_match": accuracy == 1,
+                      **({"missing": True} if entry.line is None else {})})
     summary = {
-        "n": len(lines),
+        "n": len(graded),
         "f1_func": reference_macro_f1(intent_gold, intent_pred),
         "f1_param": reference_macro_f1(slot_gold, slot_pred),
         "partial_acc": _mean(accuracies),
-        "full_acc": sum(1 for a in accuracies if a == 1) / len(lines) if lines else 0.0,
+        "full_acc": sum(1 for a in accuracies if a == 1) / len(graded) if graded else 0.0,
         "win_rate": _mean(float(w) for w in wins) if executor is not None else None,
     }
-    failures = [line["sample_id"] for line, item in zip(lines, compat_items) if not item.parsed]
+    failures = [entry.sample_id for entry, item in zip(graded, compat_items) if entry.line is not None and not item.parsed]
     return NestfulReport(summary=summary, items=items, parse_failures=failures)
 
 
-def _compat_item(line: dict[str, Any], gold: NestfulGold) -> _CompatItem:
+def _compat_item(entry: _Graded) -> _CompatItem:
+    line, gold = entry.line, entry.gold
     try:
         gold_calls = reference_ground(gold.calls)
     except _ReferenceParseError as exc:
-        raise NestfulScoreError(f"gold of sample {line['sample_id']!r} is malformed: {exc}") from None
+        raise NestfulScoreError(f"gold of sample {entry.sample_id!r} is malformed: {exc}") from None
+    if line is None:  # no prediction: nothing to ground, nothing to execute
+        return _CompatItem(gold_calls, [], [], False)
     if "calls" in line:
         parsed, value = True, line["calls"]
     else:

@@ -227,7 +227,14 @@ def _links_agree(reader: Tool, parameter: str, source: Tool, output: OutputField
         return any(re.search(template + r"(?:[?#].*)?$", link) for link in links)
     collection = [part for part in endpoint.split(placeholder)[0].split("/") if part]
     source_endpoint = _endpoint(source)
-    return not collection or not source_endpoint or collection[-1] in source_endpoint.split("/")
+    if not collection or not source_endpoint or collection[-1] in source_endpoint.split("/"):
+        return True
+    # the parameter itself may name the resource (`/weather/{cityId}` is keyed by a city): then
+    # the source's own collection must be that resource (`/cities`), a whole segment, so an offer
+    # id is still not fed by `/flight-offers` for `/hotel-offers/{offerId}`
+    named = re.sub(r"_?(?:id|Id|ID|code|Code)$", "", parameter)
+    source_collections = [part for part in source_endpoint.split("/") if part and "{" not in part]
+    return bool(named) and bool(source_collections) and _stem(source_collections[-1]) == _stem(named)
 
 
 def _entry_links(source: Tool, output: OutputField) -> list[str]:

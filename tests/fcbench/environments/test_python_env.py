@@ -143,10 +143,12 @@ def loopback_server(monkeypatch):
 
 
 def test_workers_have_no_network(loopback_server):
-    with PythonEnvironment(BAD_TOOLS, workers=1, timeout=3.0) as isolated:
+    # the port reaches the tool only because it is named (pass_env): workers get a minimal environment
+    with PythonEnvironment(BAD_TOOLS, workers=1, timeout=3.0, pass_env=["BAD_TOOLS_PORT"]) as isolated:
         assert isolated.network_isolated is True  # these tests run as root
         assert isolated.call("network_status", {}).response == {"env": "off", "loopback_reachable": False}
-    with PythonEnvironment(BAD_TOOLS, workers=1, timeout=3.0, isolate_network=False) as connected:
+    with PythonEnvironment(BAD_TOOLS, workers=1, timeout=3.0, isolate_network=False,
+                           pass_env=["BAD_TOOLS_PORT"]) as connected:
         assert connected.network_isolated is False
         assert connected.call("network_status", {}).response == {"env": "on", "loopback_reachable": True}
 

@@ -106,9 +106,9 @@ def _paths(marker: Path, n: int = 120, kill_at: int = 70) -> list[list[list[Plan
 
 
 def test_a_ray_worker_killed_mid_batch_is_retried_without_loss_or_duplicates(cluster, tmp_path):
-    marker = tmp_path / "killed-once"
+    marker = tmp_path / "killed-once"  # written by the tool: its folder is made writable for it
     paths = _paths(marker)
-    with RayEnvironment(RAY_TOOLS, paths_per_task=20, seed=5) as environment:
+    with RayEnvironment(RAY_TOOLS, paths_per_task=20, seed=5, writable=[tmp_path]) as environment:
         assert environment.network_isolated == PythonEnvironment(RAY_TOOLS, workers=1).network_isolated
         yielded = list(environment.iter_run_paths(paths))
         assert environment.retried_batches >= 1
@@ -116,7 +116,7 @@ def test_a_ray_worker_killed_mid_batch_is_retried_without_loss_or_duplicates(clu
     indexes = [index for index, _ in yielded]
     assert sorted(indexes) == list(range(len(paths)))  # every path once: none lost, none twice
 
-    with PythonEnvironment(RAY_TOOLS, workers=2, seed=5) as local:  # the marker exists: no kill here
+    with PythonEnvironment(RAY_TOOLS, workers=2, seed=5, writable=[tmp_path]) as local:  # the marker exists: no kill
         expected = local.run_paths(paths)
     runs = dict(yielded)
     assert [runs[i].to_compact() for i in range(len(paths))] == [run.to_compact() for run in expected]
@@ -126,20 +126,20 @@ def test_a_ray_worker_killed_mid_batch_is_retried_without_loss_or_duplicates(clu
 def test_a_batch_lost_beyond_its_retries_is_a_user_error_and_a_rerun_converges(cluster, tmp_path):
     marker = tmp_path / "killed-once"
     paths = _paths(marker, 40, kill_at=23)
-    with RayEnvironment(RAY_TOOLS, paths_per_task=10, max_retries=0, seed=5) as environment:
+    with RayEnvironment(RAY_TOOLS, paths_per_task=10, max_retries=0, seed=5, writable=[tmp_path]) as environment:
         with pytest.raises(RayBatchLost, match="re-run the command to resume"):
             list(environment.iter_run_paths(paths))
-    with RayEnvironment(RAY_TOOLS, paths_per_task=10, max_retries=0, seed=5) as environment:
+    with RayEnvironment(RAY_TOOLS, paths_per_task=10, max_retries=0, seed=5, writable=[tmp_path]) as environment:
         again = environment.run_paths(paths)
         assert environment.retried_batches == 0
-    with PythonEnvironment(RAY_TOOLS, workers=2, seed=5) as local:
+    with PythonEnvironment(RAY_TOOLS, workers=2, seed=5, writable=[tmp_path]) as local:
         assert [run.to_compact() for run in again] == [run.to_compact() for run in local.run_paths(paths)]
 
 
 def test_the_worker_guards_apply_inside_ray_tasks(cluster):
     bad_tools = TEST_DATA / "bad_tools.py"
-    with RayEnvironment(bad_tools, timeout=2.5, memory_limit_mb=512) as environment, \
-            PythonEnvironment(bad_tools, workers=1, timeout=2.5, memory_limit_mb=512) as local:
+    with RayEnvironment(bad_tools, timeout=10, memory_limit_mb=512) as environment, \
+            PythonEnvironment(bad_tools, workers=1, timeout=10, memory_limit_mb=512) as local:
         assert environment.memory_capped and environment.tool_names == local.tool_names
         expected = {"hangs": ErrorReason.TIMEOUT,
                     "allocates_without_bound": ErrorReason.MEMORY, "dies": ErrorReason.WORKER_DIED,

@@ -99,9 +99,11 @@ def judge_config(server: MockLLMServer) -> LLMConfig:
     return LLMConfig(model="judge-model", base_url=server.base_url, max_retries=0)
 
 
-def score_with_judges(server: MockLLMServer, cache_path: Path, trajectories: list[dict[str, Any]]):
+def score_with_judges(server: MockLLMServer, cache_path: Path, trajectories: list[dict[str, Any]],
+                      gold_ids: tuple[str, ...] | None = None):
+    """Score against the example's samples (or only `gold_ids`: one trajectory per sample counts)."""
     with LLMJudges(judge_config(server), cache_path) as judges:
-        all_samples = samples()
+        all_samples = [s for s in samples() if gold_ids is None or s.id in gold_ids]
         report = score_complexeval(all_samples, trajectories, completeness_judge=judges.completeness_judge,
                                    correctness_judge=judges.correctness_judge,
                                    options_for=judged_options(all_samples, judges))
@@ -121,11 +123,14 @@ def test_llm_judges_decide_what_rules_cannot_and_grade_the_answer(tmp_path: Path
         {"id": "Cross-12", "turns": gold("Cross-12") + ["Flights and hotels are listed above."]},
         {"id": "Hotels-7", "turns": hotels + ["The cheapest is Shibuya Capsule Inn."]},
         {"id": "Car-Rental-3", "turns": car + ["No car."]},
-        {"id": "Cross-12", "turns": elsewhere + ["Flights from Sydney to Perth."]},
     ]
     with MockLLMServer(responder=script) as server:
         report, accounting = score_with_judges(server, tmp_path / "judges.sqlite", trajectories)
-    cross, hotels_item, car_item, elsewhere_item = report.items
+        # a second model's answer to Cross-12 (one trajectory per sample counts in a report)
+        other, other_accounting = score_with_judges(server, tmp_path / "judges.sqlite", [
+            {"id": "Cross-12", "turns": elsewhere + ["Flights from Sydney to Perth."]}], gold_ids=("Cross-12",))
+    cross, hotels_item, car_item = report.items
+    (elsewhere_item,) = other.items
     assert cross["success"] and {c["layer"] for c in cross["calls"]} == {"rule"}  # rules first: no judge asked
     assert hotels_item["success"] and hotels_item["calls"][0]["layer"] == "llm"
     assert (hotels_item["completeness"], hotels_item["correctness"]) == (1, 2)
@@ -135,9 +140,10 @@ def test_llm_judges_decide_what_rules_cannot_and_grade_the_answer(tmp_path: Path
     assert script.total("equivalence:") == 2  # only the two pairs no rule could decide
     assert report.summary["judges"]["rule_based"] is False
     assert report.summary["judges"]["completeness"] == "llm:judge-model:completeness"
-    assert report.summary["call_layers"]["llm"] == 2 and report.summary["call_layers"]["rule_typed"] == 1
+    assert report.summary["call_layers"]["llm"] == 1 and report.summary["call_layers"]["rule_typed"] == 1
+    assert other.summary["call_layers"]["llm"] == 1
     assert judges_line(report.summary["judges"]).startswith("ComplexEval judges: call equivalence by rules, then")
-    assert accounting["verdicts"]["equivalence:equal"] == 1 and accounting["verdicts"]["equivalence:different"] == 1
+    assert accounting["verdicts"]["equivalence:equal"] == 1 and other_accounting["verdicts"]["equivalence:different"] == 1
 
 
 def test_every_verdict_is_cached_a_rerun_asks_nothing(tmp_path: Path) -> None:
@@ -167,11 +173,11 @@ def test_malformed_judge_output_is_asked_again_once_then_a_judge_error(tmp_path:
     trajectories = [
         {"id": "Hotels-7", "turns": hotels + ["The cheapest is Shibuya Capsule Inn."]},
         {"id": "Car-Rental-3", "turns": car + ["Compact cars from USD 40 a day."]},
-        {"id": "Car-Rental-3", "turns": copy.deepcopy(car) + ["Economy cars from USD 30 a day."]},
+        {"id": "Cross-12", "turns": gold("Cross-12") + ["Economy cars from USD 30 a day."]},
     ]
     with MockLLMServer(responder=script) as server:
         report, accounting = score_with_judges(server, tmp_path / "judges.sqlite", trajectories)
-    hotels_item, car_item, _ = report.items
+    _, hotels_item, car_item = report.items  # the gold's order: Cross-12, Hotels-7, Car-Rental-3
     # equivalence: two unusable answers -> judge_error, not a match and not a guess
     assert script.total("equivalence:") == JUDGE_PARSE_ATTEMPTS == 2
     assert hotels_item["calls"][0]["layer"] == "judge_error" and not hotels_item["success"]
@@ -193,13 +199,15 @@ def test_compat_mode_uses_the_judge_as_its_paid_llm_layer_after_the_exact_list(t
     exact = gold("Cross-12")
     exact[2][0]["arguments"]["currency_code"] = "aud"  # on the list: value_error, the LLM never asked
     script = ScriptedJudge(equal={'"cabinClass": "Economy"': True, '"currency_code": "aud"': True})
+    cross_only = [s for s in samples() if s.id == "Cross-12"]
     with MockLLMServer(responder=script) as server, LLMJudges(judge_config(server), tmp_path / "j.sqlite") as judges:
-        report = score_compat(samples(), [{"id": "Cross-12", "turns": cross + ["ok"]},
-                                          {"id": "Cross-12", "turns": exact + ["ok"]}],
-                              completeness_judge=judges.completeness_judge, correctness_judge=judges.correctness_judge,
-                              options_for=lambda sample: CompatOptions(layers=[judges.equivalence_layer(sample)]))
-    assert report.items[0]["success"] and report.items[0]["calls"][3]["layer"] == "llm"
-    assert report.items[1]["error"]["type"] == "value_error"
+        reports = [score_compat(cross_only, [{"id": "Cross-12", "turns": turns + ["ok"]}],
+                                completeness_judge=judges.completeness_judge,
+                                correctness_judge=judges.correctness_judge,
+                                options_for=lambda sample: CompatOptions(layers=[judges.equivalence_layer(sample)]))
+                   for turns in (cross, exact)]
+    assert reports[0].items[0]["success"] and reports[0].items[0]["calls"][3]["layer"] == "llm"
+    assert reports[1].items[0]["error"]["type"] == "value_error"
     assert script.total("equivalence:") == 1
     # the judge saw the conversation so far, as in the paper: the query and the responses given
     (asked,) = [text for text in script.prompts if "Function call 1 (JSON)" in text]
@@ -215,7 +223,9 @@ def _write(path: Path, lines: list[dict[str, Any]]) -> Path:
 @pytest.mark.parametrize("compat", [False, True])
 def test_score_cli_says_who_judged_on_its_first_line(tmp_path: Path, compat: bool) -> None:
     predictions = _write(tmp_path / "t.jsonl", [{"id": "Car-Rental-3", "turns": gold("Car-Rental-3") + ["Cars."]}])
-    common = ["score", "--metric", "complexeval", "--gold", str(EXAMPLE), "--from", "complexfuncbench",
+    car_gold = tmp_path / "car.jsonl"  # the example's Car-Rental-3 line alone: the gold set of this file
+    car_gold.write_text(next(line for line in EXAMPLE.read_text().splitlines() if '"Car-Rental-3"' in line) + "\n")
+    common = ["score", "--metric", "complexeval", "--gold", str(car_gold), "--from", "complexfuncbench",
               "--predictions", str(predictions)] + (["--compat"] if compat else [])
     stand_in = runner.invoke(app, common)
     assert stand_in.exit_code == 0, stand_in.output

@@ -1,7 +1,9 @@
 """`score --metric confetti` graded by an LLM: the dialog-act classifier and the parameter-validity
 judge against the local mock server over real HTTP, with scripted verdicts (readable, unreadable,
 unreadable then readable), the request cache across re-runs, and the offline report's first line.
-Gold: CONFETTI's published dialog-act set, as it is."""
+Gold: the six turns of CONFETTI's published dialog-act set that the predictions answer, their lines
+copied as published (every scorer grades the whole gold set it is given: the other 457 turns would
+be counted as missing)."""
 
 from __future__ import annotations
 
@@ -26,7 +28,8 @@ from held_responder import HoldAfter
 from fcbench.llm.mock_server import MockLLMServer, last_user_text
 
 REPO = Path(__file__).resolve().parents[3]
-GOLD = EXTERNAL / "confetti" / "possible_answer_BFCL_v2_dialogacts.json"
+PUBLISHED = EXTERNAL / "confetti" / "possible_answer_BFCL_v2_dialogacts.json"
+GOLD = PUBLISHED  # replaced by the answered turns' lines (the fixture below) before any test runs
 PREDICTIONS = REPO / "tests" / "data" / "predictions" / "confetti_dialogacts_responses.jsonl"
 runner = CliRunner()
 
@@ -65,6 +68,16 @@ class ScriptedJudge:
         value = re.search(r"^Value \(JSON\): (.*)$", prompt, re.M).group(1)
         self.asked[f"{parameter}={value}"] += 1
         return {"content": json.dumps({"verdict": VALIDITY[(parameter, value)], "reason": "scripted"})}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _answered_gold(tmp_path_factory: pytest.TempPathFactory) -> None:
+    global GOLD
+    answered = {json.loads(line)["id"] for line in PREDICTIONS.read_text().splitlines() if line.strip()}
+    lines = [line for line in PUBLISHED.read_text().splitlines() if line.strip() and json.loads(line)["id"] in answered]
+    assert len(lines) == 6
+    GOLD = tmp_path_factory.mktemp("confetti") / "possible_answer_dialogacts_answered.json"
+    GOLD.write_text("\n".join(lines) + "\n")
 
 
 def score(*args: str, predictions: Path = PREDICTIONS) -> Any:
@@ -232,7 +245,7 @@ def test_verdicts_are_read_strictly() -> None:
         read_validity({"verdict": "probably fine"})
 
 
-def test_an_unreadable_prediction_line_is_its_own_item_and_the_rest_is_graded(tmp_path: Path) -> None:
+def test_an_unreadable_prediction_line_is_listed_its_turn_is_missing_and_the_rest_is_graded(tmp_path: Path) -> None:
     lines = PREDICTIONS.read_text().splitlines()
     broken = tmp_path / "p.jsonl"
     broken.write_text("\n".join([lines[0], '{"id": "dialogacts_1", "response": "cut', *lines[2:]]) + "\n")
@@ -241,10 +254,15 @@ def test_an_unreadable_prediction_line_is_its_own_item_and_the_rest_is_graded(tm
         result = score(*llm_args(server, tmp_path / "judges.sqlite"), "--json", predictions=broken)
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
-    assert len(out["items"]) == 6 and out["items"][1]["error"] == "unreadable_prediction"
-    assert out["items"][1]["detail"].startswith("line 2:")
-    assert out["summary"]["unreadable_lines"] == 1 and out["summary"]["n"] == 5
-    assert [item["id"] for item in out["items"][2:]] == ["dialogacts_19", "dialogacts_44", "dialogacts_77", "dialogacts_34"]
+    assert [item["id"] for item in out["items"]] == ["dialogacts_0", "dialogacts_1", "dialogacts_19", "dialogacts_34",
+                                                     "dialogacts_44", "dialogacts_77"]  # the gold's order
+    assert out["items"][1]["error"] == "missing_prediction" and out["items"][1]["dialog_act_match"] is False
+    (unreadable,) = out["gold_set"]["unreadable"]
+    assert unreadable["line"] == 2 and out["gold_set"]["missing"] == ["dialogacts_1"]
+    assert out["summary"]["gold_set"]["unreadable_lines"] == 1 and out["summary"]["n"] == 6
+    # the validity rate is over the values predicted: with a turn unanswered it is not reported
+    assert out["summary"]["parameter_validity_rate"] is None
+    assert out["items"][0]["dialog_act_match"] is True  # the readable lines are graded
 
 
 def test_batch_mode_gives_the_same_verdicts_through_the_batch_api(tmp_path: Path) -> None:

@@ -399,7 +399,7 @@ def test_unreachable_endpoint_is_one_line_and_exit_1(tmp_path, canonical_input):
     assert not (tmp_path / "data" / "build" / "eval" / SLUG).exists()
 
 
-def test_a_sample_the_endpoint_refuses_is_not_scored_and_runs_again_next_time(tmp_path, samples, canonical_input):
+def test_a_sample_the_endpoint_refuses_counts_as_a_failure_and_runs_again_next_time(tmp_path, samples, canonical_input):
     pipelines = write_pipelines(tmp_path)
     model = ScriptedModel(samples, perfect)
     refusing = [{"user_contains": "Shibuya", "status": 400}]  # e.g. a prompt too long for this model
@@ -407,9 +407,14 @@ def test_a_sample_the_endpoint_refuses_is_not_scored_and_runs_again_next_time(tm
         first = evaluate_cli(pipelines, server.base_url, "--input", str(canonical_input))
     assert first.exit_code == 0, first.output
     printed = json.loads(first.stdout)
-    assert printed["scores"]["n"] == 2 and printed["not_evaluated"] == {"llm_error": 1}
+    # scored against every sample: leaving the refused one out would give 1.0
+    assert printed["scores"]["n"] == 3 and printed["scores"]["success_rate"] == pytest.approx(2 / 3)
+    assert printed["not_evaluated"] == {"llm_error": 1}
     rejects = read_lines(tmp_path / "data" / "build" / "eval" / SLUG / "evaluate.rejects.jsonl")
     assert rejects == [{"id": "Hotels-7", "reason": "llm_error", "detail": "HTTP 400"}]
+    scores = json.loads((tmp_path / "data" / "build" / "eval" / SLUG / "scores.json").read_text())
+    assert scores["gold_set"] == {"gold": 3, "answered": 2, "missing": ["Hotels-7"]}
+    assert [item["error"]["type"] for item in scores["items"] if item["id"] == "Hotels-7"] == ["missing_prediction"]
 
     with MockLLMServer(responder=model) as server:
         second = evaluate_cli(pipelines, server.base_url, "--input", str(canonical_input))

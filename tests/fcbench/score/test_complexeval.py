@@ -277,11 +277,30 @@ def test_report_shape_counts_errors_by_sample_and_by_domain() -> None:
                                  "value_error": 0, "stop_early": 1}
     assert summary["by_domain"]["Hotels"]["success_rate"] == 1.0
     assert summary["by_domain"]["Cross"]["call_accuracy"] == pytest.approx(4 / 5)
+    # a trajectory for a sample the gold does not have is listed, never an item
     assert summary["unknown_ids"] == ["Attraction-99"]
-    assert [item["id"] for item in report.items] == ["Cross-12", "Hotels-7", "Car-Rental-3", "Attraction-99"]
+    assert report.gold_set["foreign"] == [{"line": 4, "id": "Attraction-99"}]
+    assert [item["id"] for item in report.items] == ["Cross-12", "Hotels-7", "Car-Rental-3"]
     assert report.items[2]["error"] == {"type": "hallucination",
                                         "detail": "Parameter currency_code value is not grounded in the conversation."}
-    assert report.items[3]["error"]["type"] == "unknown_id"
+
+
+def test_a_sample_without_a_trajectory_is_a_failure_with_no_correct_call() -> None:
+    cross, hotels = sample("Cross-12"), sample("Hotels-7")
+    lines = [{"id": hotels.id, "turns": gold_turns(hotels) + ["done"]},
+             {"id": cross.id, "turns": gold_turns(cross) + ["done"]},
+             {"id": hotels.id, "turns": ["a second, worse answer"]}]
+    report = METRICS.get("complexeval").score(_samples(), lines)
+    summary = report.summary
+    assert summary["n"] == 3 and summary["success_rate"] == pytest.approx(2 / 3)
+    assert summary["call_accuracy"] == pytest.approx((5 + 2) / (5 + 2 + 1))
+    assert summary["completeness"] == pytest.approx((2 + 2 + 0) / 3)
+    assert summary["missing"] == 1 and summary["param_type_error_rate"] == {}
+    assert "not reported: 1 samples have no trajectory" in summary["param_type_error_rate_note"]
+    assert [item["id"] for item in report.items] == ["Cross-12", "Hotels-7", "Car-Rental-3"]  # the gold's order
+    assert report.items[2]["error"]["type"] == "missing_prediction" and report.items[2]["n_correct_calls"] == 0
+    assert report.gold_set["missing"] == ["Car-Rental-3"]
+    assert report.gold_set["duplicates"] == [{"line": 3, "id": "Hotels-7", "first": 1}]
 
 
 # ------------------------------------------------------------------------------- parameter types

@@ -233,11 +233,14 @@ def test_score_compat_reports_mode_errors_and_counts() -> None:
         {"id": "Car-Rental-3", "turns": ["I cannot help."]},
         {"id": "Nope-1", "turns": [TEXT]},
     ])
-    assert report.summary["mode"] == "compat" and report.summary["n"] == 2
-    assert report.summary["errors"] == {"stop_early": 1}
-    assert report.summary["call_accuracy"] == 3 / 3  # 3 correct (one repeated look-up) of 3 gold calls
-    assert report.summary["unknown_ids"] == ["Nope-1"]
-    assert report.items[0]["n_correct_calls"] == 3 and report.items[1]["success"] is False
+    # the reference runs every sample: Cross-12, with no trajectory, is a failure (gold set rules)
+    assert report.summary["mode"] == "compat" and report.summary["n"] == 3
+    assert report.summary["errors"] == {"missing_prediction": 1, "stop_early": 1}
+    # 3 correct (one repeated look-up) of Hotels-7's 2 and Car-Rental-3's 1, none of Cross-12's 5
+    assert report.summary["call_accuracy"] == 3 / 8
+    assert report.summary["unknown_ids"] == ["Nope-1"] and report.gold_set["missing"] == ["Cross-12"]
+    assert [item["id"] for item in report.items] == ["Cross-12", "Hotels-7", "Car-Rental-3"]
+    assert report.items[1]["n_correct_calls"] == 3 and report.items[2]["success"] is False
 
 
 # compare_single_call: response_based runs before llm_based; equal API responses make the calls equal.

@@ -201,17 +201,19 @@ def test_parameter_validity_with_the_rule_based_judge() -> None:
 # ---------------------------------------------------------------------------------- bad lines
 
 
-def test_unknown_ids_and_malformed_results_are_items_with_errors() -> None:
+def test_unknown_ids_are_listed_and_a_malformed_result_scores_zero() -> None:
     person = item(_calls_set(), "conversationsclean_0")
     report = score_confetti([person], [
         {"id": "conversationsclean_9999", "result": []},
         {"id": person.id, "result": "HRCompanyDirectory_employees(name='x')"},
-        prediction_from_sample(person),
+        prediction_from_sample(person),  # a second line for the turn: a duplicate, not scored
     ])
-    assert report.items[0] == {"id": "conversationsclean_9999", "error": "unknown_id"}
-    assert report.items[1]["error"] == "malformed_result"
+    assert report.gold_set["foreign"] == [{"line": 1, "id": "conversationsclean_9999"}]
+    assert report.gold_set["duplicates"] == [{"line": 3, "id": person.id, "first": 2}]
+    assert len(report.items) == 1 and report.items[0]["error"] == "malformed_result"
     assert report.summary["errors"] == {"unknown_id": 1, "malformed_result": 1, "judge_error": 0}
-    assert report.summary["n_ast"] == 1 and report.summary["ast_soft_accuracy"] == 1.0
+    # a malformed result is wrong, not left out (else breaking a wrong answer would raise the figure)
+    assert report.summary["n_ast"] == 1 and report.summary["ast_soft_accuracy"] == 0.0
     with pytest.raises(PredictionError):
         decoded_result([{"a": {}, "b": {}}])
 

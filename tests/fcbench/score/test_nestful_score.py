@@ -328,11 +328,27 @@ def test_gold_from_a_canonical_sample():
         assert report.items == [{"sample_id": "s1", "win": True, "full_match": True}]
 
 
-def test_missing_gold_is_a_clear_error():
+def test_missing_gold_is_a_clear_error_and_a_line_without_sample_id_is_listed():
     with pytest.raises(NestfulScoreError, match="no gold for sample 'x'"):
         score_nestful([{"sample_id": "x", "generated_text": "[]"}])
-    with pytest.raises(NestfulScoreError, match="no sample_id"):
-        score_nestful([{"generated_text": "[]"}], {})
+    report = score_nestful([{"generated_text": "[]"}], {})
+    assert report.gold_set["unreadable"] == [{"line": 1, "error": "no sample_id"}] and report.items == []
+    with pytest.raises(NestfulScoreError, match="line 1: a prediction line has no sample_id"):
+        score_nestful([{"generated_text": "[]"}], compat=True)
+
+
+def test_with_a_gold_every_gold_sample_is_an_item_and_a_missing_one_is_wrong():
+    gold = [call("$var_1", "add", arg_0=1, arg_1=2)]
+    golds = {"s1": line("s1", gold, [], answer=3), "s2": line("s2", [], [], answer=0)}
+    answered = line("s1", gold, gold, answer=3)
+    foreign = line("s9", gold, gold, answer=3)  # right against the gold it carries, but not in the gold
+    for compat in (False, True):
+        report = score_nestful([foreign, answered], golds, compat=compat, executor=keyword_executor)
+        assert [item["sample_id"] for item in report.items] == ["s1", "s2"]
+        # s2's gold is empty: an empty prediction would match it, a missing one does not
+        assert report.items[1] == {"sample_id": "s2", "win": False, "full_match": False, "missing": True}
+        assert report.summary["full_acc"] == 0.5 and report.summary["win_rate"] == 0.5
+        assert report.gold_set["foreign"] == [{"line": 1, "id": "s9"}] and report.gold_set["missing"] == ["s2"]
 
 
 # --- the real prediction files --------------------------------------------------------------------
