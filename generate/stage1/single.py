@@ -8,6 +8,11 @@ one domain, or across two for a `cross_domain_ratio` share; sizes from `tool_sub
   returned as a tool message, until the model answers in text or `max_steps` is reached;
 - without one (no `llm:`, `--offline` or `stage1.offline: true`): the graph sampler
   (`generate.stage1.graph_sampler`) chains tools whose outputs feed later inputs.
+Two other ways to plan drafts: `stages.stage1.difficulty_quotas` (CallNavi-style: each draft's
+level, easy / medium / hard, is planned and its path checked against it; `generate.stage1.quotas`),
+and `stages.stage1.from_seeds` (NESTful-style: drafts from seed examples, `generate.stage1.from_seeds`).
+`candidates: domain | catalog` offers every tool of the draft's domain or of the catalog, up to
+`candidate_tools_max`.
 Output under the build folder: drafts.jsonl (canonical samples, each valid), drafts.rejects.jsonl
 (why a draft could not be made, with the model's raw text), stage1.summary.json (counts, rejects by
 reason, LLM tokens and cost). The same seed (and, with an LLM, the same cached answers) gives
