@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -93,7 +94,7 @@ def test_every_help_example_runs_as_printed(tmp_path):
         for example in help_examples():
             if example in NOT_RUN:
                 continue
-            arguments = example.split()[1:]  # no example quotes an argument with spaces
+            arguments = shlex.split(example)[1:]  # as a shell reads it (`new --describe "A retail bank ..."`)
             done = subprocess.run([str(BUILD_DATASET), *arguments], cwd=copy, env=environ, capture_output=True,
                                   text=True, timeout=600)
             ran += 1
