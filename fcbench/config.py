@@ -260,6 +260,9 @@ class ExportConfig(_Config):
     formats: list[str] = Field(default_factory=lambda: ["parquet"])
     task_categories: list[str] = Field(default_factory=lambda: ["text-generation"])  # dataset card metadata
     tags: list[str] = Field(default_factory=lambda: ["function-calling", "tool-use"])
+    # kind: conversation: at most this many response-quality rows per dialog act and split (label
+    # balance); off by default, as the published CONFETTI set, which keeps every agent turn
+    max_per_dialog_act: int | None = Field(None, ge=1, le=10_000_000)
 
     @field_validator("ratios")
     @classmethod
@@ -281,9 +284,25 @@ class ExportConfig(_Config):
         return self
 
 
-# The conversation complexities of CONFETTI (Alkhouli et al.): what makes a conversation hard.
+# The conversation types of CONFETTI (Alkhouli et al.; its README calls them complexities): what makes
+# a conversation hard. fcbench's snake_case names; fcbench.conversation.CONFETTI_TYPES maps them to the
+# README's UPPER_CASE names, and fcbench.checks.conversation_types holds each one's acceptance rule.
 COMPLEXITIES = ("follow_up", "goal_correction", "goal_switching", "ambiguous_goal", "implicit_goal",
-                "overfilled_parameters", "underfilled_parameters", "execution_exception")
+                "overfilled_parameters", "underfilled_parameters", "execution_exception", "goal_stacking",
+                "confirmation", "goal_not_supported", "failed_conversation", "no_target")
+Complexity = Literal["follow_up", "goal_correction", "goal_switching", "ambiguous_goal", "implicit_goal",
+                     "overfilled_parameters", "underfilled_parameters", "execution_exception", "goal_stacking",
+                     "confirmation", "goal_not_supported", "failed_conversation", "no_target"]
+
+
+class ScenarioReviewConfig(_Config):
+    """Scenarios reviewed in Label Studio before any conversation is drafted (`build-dataset
+    scenarios push|pull`): reviewers accept, edit or reject each sampled scenario, and stage1
+    drafts only the accepted and edited ones."""
+
+    enabled: bool = False
+    project_title: str | None = None  # default: "<pipeline> scenario review"
+    export_file: str | None = None  # a Label Studio export stage1 reads the review from (unattended builds)
 
 
 class ConversationConfig(_Config):
@@ -292,23 +311,34 @@ class ConversationConfig(_Config):
 
     scenarios: int = Field(20, ge=1, le=10_000_000)
     api_subset_sizes: list[int] = Field(default_factory=lambda: [3, 4])  # APIs offered per scenario
-    # target share of each required complexity over the scenarios (shares sum to 1; every
-    # scenario gets at least one complexity, counts follow the shares by largest remainder)
-    complexities: dict[str, float] = Field(default_factory=lambda: {"underfilled_parameters": 1.0})
+    # target share of each required conversation type over the scenarios (shares sum to 1; every
+    # scenario gets one type, counts follow the shares by largest remainder); a list of types
+    # means equal shares
+    complexities: dict[Complexity, float] = Field(default_factory=lambda: {"underfilled_parameters": 1.0})
     reference_time: str = "2025-06-01T09:00:00"  # the conversation's "now" (ISO 8601), stated in the scenario
     min_turns: int = Field(2, ge=1, le=100)  # user turns a conversation must have
     max_turns: int = Field(12, ge=2, le=200)  # turn cap: a simulator still talking after this is rejected (turn_cap)
     offline: bool = False  # True: template scenarios and the rule-based simulator, no LLM
     value_pools: str | None = None  # offline: the values users state (default: stages.stage3.value_pools)
+    review: ScenarioReviewConfig = Field(default_factory=ScenarioReviewConfig)
+
+    @field_validator("complexities", mode="before")
+    @classmethod
+    def _list_means_equal_shares(cls, value: Any) -> Any:
+        if not isinstance(value, list):
+            return value
+        if not value or not all(isinstance(name, str) for name in value):
+            raise ValueError("expected a list of conversation types (or a mapping of type to share)")
+        repeated = sorted({name for name in value if value.count(name) > 1})
+        if repeated:
+            raise ValueError(f"{repeated[0]!r} is listed twice")
+        return {name: 1 / len(value) for name in value}
 
     @field_validator("complexities")
     @classmethod
-    def _known_complexities(cls, shares: dict[str, float]) -> dict[str, float]:
-        unknown = sorted(set(shares) - set(COMPLEXITIES))
-        if unknown:
-            raise ValueError(f"unknown complexity {unknown[0]!r}, known: {', '.join(COMPLEXITIES)}")
+    def _shares(cls, shares: dict[str, float]) -> dict[str, float]:
         if not shares or any(not 0 < share <= 1 for share in shares.values()):
-            raise ValueError("expected at least one complexity, each with a share in (0, 1]")
+            raise ValueError("expected at least one conversation type, each with a share in (0, 1]")
         if not math.isclose(sum(shares.values()), 1.0, abs_tol=1e-9):
             raise ValueError(f"complexity shares must sum to 1, got {sum(shares.values()):g}")
         return shares
@@ -383,6 +413,9 @@ class PipelineConfig(_Config):
             self.conversation = ConversationConfig()
         if self.kind == "single" and self.conversation is not None:
             raise ValueError("`conversation:` settings need `kind: conversation`")
+        if self.kind == "single" and self.stages.export.max_per_dialog_act is not None:
+            raise ValueError("stages.export.max_per_dialog_act caps the response-quality set of `kind: conversation` "
+                             "pipelines; a single-query pipeline has no dialog acts")
         if self.environment is not None and self.environment.kind == "simulated" and self.llm is None:
             raise ValueError("environment kind 'simulated' answers calls with the LLM: add an `llm:` block")
         return self
@@ -505,6 +538,10 @@ def _child(node: yaml.Node, part: str | int) -> tuple[yaml.Node | None, yaml.Nod
                 return key_node, value_node
     elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
         return None, node.value[part]
+    elif isinstance(node, yaml.SequenceNode):  # a list read as a mapping (conversation types): the item itself
+        for item in node.value:
+            if isinstance(item, yaml.ScalarNode) and item.value == str(part):
+                return None, item
     return None, None
 
 
@@ -554,6 +591,12 @@ def _message(error: dict[str, Any]) -> str:
         return "pipeline names are lowercase letters, digits, '-' and '_'"
     if kind == "too_short":
         return f"expected at least {error['ctx']['min_length']} entry"
+    if kind == "literal_error" and "[key]" in error["loc"] and "complexities" in error["loc"]:
+        import difflib
+
+        close = difflib.get_close_matches(str(error["input"]), COMPLEXITIES, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return f"unknown conversation type {error['input']!r}{hint}; known: {', '.join(COMPLEXITIES)}"
     if kind == "literal_error":
         return f"expected one of {error['ctx']['expected']}, got {error['input']!r}"
     message = str(error["msg"])

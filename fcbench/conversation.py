@@ -22,14 +22,16 @@ The turn-level cut (CONFETTI's two sets):
 
 from __future__ import annotations
 
+import hashlib
 import json
+import random
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from fcbench.config import COMPLEXITIES  # noqa: F401 (the complexities conversations are tagged with)
+from fcbench.config import COMPLEXITIES
 from fcbench.sample import Call, Provenance, Sample, Step, Tool
 
 # The dialog acts CONFETTI labels agent turns with, spelled as in its published files.
@@ -38,6 +40,44 @@ DIALOG_ACTS = ("agent_seek_information", "agent_inform_user", "agent_reject_requ
 DIALOG_ACT_TITLES = {"agent_seek_information": "seek information", "agent_inform_user": "provide information",
                      "agent_reject_request": "reject", "agent_function_calling": "function call", "agent_other": "other"}
 META = "conversation"
+CHOSEN_ERRORS = "chosen_errors"  # meta.conversation key: label -> the error message an author chose
+# The error a simulated call answers when its author chose "error" and wrote no message.
+DEFAULT_SIMULATED_ERROR = "The service could not complete this request right now. Please try again later."
+
+
+@dataclass(frozen=True)
+class ConfettiType:
+    """One of CONFETTI's conversation types as its README lists it (name, # dialogs, description)."""
+
+    confetti_name: str
+    published_dialogs: int  # CONFETTI README table, over its 109 dialogs
+    description: str
+
+
+# fcbench name -> CONFETTI README row (amazon-science/confetti README.md, table "COMPLEXITY | # DIALOGS
+# | DESCRIPTION"), in the README's order.
+CONFETTI_TYPES: dict[str, ConfettiType] = {
+    "execution_exception": ConfettiType("EXCEPTION_IN_EXECUTION", 5,
+                                       "Errors or exceptions that occur during the execution of an action"),
+    "failed_conversation": ConfettiType("FAILED_CONVERSATION", 5, "Interactions where the intended goal is not achieved"),
+    "confirmation": ConfettiType("CONFIRMATION", 6, "Requesting user approval before executing an action"),
+    "goal_switching": ConfettiType("GOAL_SWITCHING", 6, "When the user changes their objective during the conversation"),
+    "no_target": ConfettiType("NO_TARGET_COMPLEXITY", 6, "Conversations without specific complexity requirements"),
+    "goal_correction": ConfettiType("GOAL_CORRECTION", 7, "Adjusting or refining the user's goal based on feedback"),
+    "goal_stacking": ConfettiType("GOAL_STACKING", 7, "Managing multiple user objectives simultaneously"),
+    "ambiguous_goal": ConfettiType("AMBIGUOUS_GOAL", 9, "When the user's intention is unclear and requires clarification"),
+    "follow_up": ConfettiType("FOLLOWUP_QUESTION", 10,
+                             "Additional queries or requests for information after the initial response"),
+    "implicit_goal": ConfettiType("IMPLICIT_DESCRIPTIVE_GOAL", 10,
+                                 "The user describes a problem/background without directly stating their goal"),
+    "overfilled_parameters": ConfettiType("OVERFILL", 11, "Providing more information than required for an action"),
+    "underfilled_parameters": ConfettiType("UNDERFILL", 11, "Missing required arguments or information for an action"),
+    "goal_not_supported": ConfettiType("GOAL_NOT_SUPPORTED", 15,
+                                      "The user's request is not supported by the available tools or is out of scope"),
+}
+assert set(CONFETTI_TYPES) == set(COMPLEXITIES)
+# Calls per calling agent turn, in CONFETTI's bins (1, 2, 3, 4+: 220, 46, 25, 22 in the published set).
+CHAIN_BINS = ("1", "2", "3", "4+")
 FUNCTION_CALLING = "function_calling"
 RESPONSE_QUALITY = "response_quality"
 SETS = (FUNCTION_CALLING, RESPONSE_QUALITY)
@@ -123,9 +163,13 @@ def calls_from_messages(messages: Sequence[dict[str, Any]]) -> list[Step]:
 
 def conversation_sample(sample_id: str, scenario: Scenario, messages: list[dict[str, Any]], tools: list[Tool],
                         provenance: Provenance, failed_calls: Sequence[str] = (), extra_meta: dict[str, Any] | None = None,
-                        occurring: Sequence[str] | None = None) -> Sample:
-    """The canonical conversation sample (calls derived from the messages)."""
+                        occurring: Sequence[str] | None = None, chosen_errors: dict[str, str] | None = None) -> Sample:
+    """The canonical conversation sample (calls derived from the messages). `chosen_errors` (label
+    -> message) is written only when an author chose a call to fail, so conversations without one
+    keep the shape they always had."""
     meta: dict[str, Any] = {"scenario": scenario.model_dump(mode="json"), "failed_calls": list(failed_calls)}
+    if chosen_errors:
+        meta[CHOSEN_ERRORS] = dict(chosen_errors)
     if occurring is not None:
         meta["complexities"] = list(occurring)
     meta.update(extra_meta or {})
@@ -139,6 +183,58 @@ def scenario_of(sample: Sample) -> Scenario:
 
 def is_conversation(sample: Sample) -> bool:
     return isinstance(sample.meta.get(META), dict) and "scenario" in sample.meta[META]
+
+
+def chosen_errors_of(sample: Sample) -> dict[str, str]:
+    """label -> message of the calls an author chose to fail (none: {})."""
+    chosen = sample.meta.get(META, {}).get(CHOSEN_ERRORS) if isinstance(sample.meta.get(META), dict) else None
+    return {str(label): str(message) for label, message in chosen.items()} if isinstance(chosen, dict) else {}
+
+
+def error_response(message: str) -> dict[str, str]:
+    """The response of a call that failed, as the conversation shows it to the agent."""
+    return {"error": message}
+
+
+def is_error_response(response: Any) -> bool:
+    return isinstance(response, dict) and set(response) == {"error"}
+
+
+def failed_labels(sample: Sample) -> set[str]:
+    """The calls whose response is an error: recorded as failing, or answered `{"error": ...}`."""
+    meta = sample.meta.get(META) if isinstance(sample.meta.get(META), dict) else {}
+    failed = {str(label) for label in meta.get("failed_calls") or []}
+    failed |= {call.label for call in sample.all_calls() if is_error_response(call.response)}
+    return failed
+
+
+def scenario_hash(scenario: Scenario) -> str:
+    """What a reviewer saw of a sampled scenario, as a SHA-256 (a review of another sampling is stale)."""
+    text = json.dumps(scenario.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class ScenarioReview(BaseModel):
+    """Who reviewed a sampled scenario and what they decided (a line of scenarios.reviewed.jsonl)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    verdict: str  # accept | edit (reject: the scenario is not in the reviewed file)
+    sampled_hash: str  # scenario_hash of the scenario as sampled (and shown to the reviewer)
+    label_studio_task_id: int | None = None
+    label_studio_annotation_id: int | None = None
+    annotator: str | None = None
+    notes: str = ""
+    changed: list[str] = Field(default_factory=list)  # the scenario fields the reviewer edited
+
+
+class ReviewedScenario(BaseModel):
+    """A scenario a reviewer accepted or edited: what stage1 drafts when the review is on."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scenario: Scenario
+    review: ScenarioReview
 
 
 # ------------------------------------------------------------------------------------ agent turns
@@ -253,6 +349,7 @@ def conversation_stats(conversations: Iterable[Sample]) -> dict[str, Any]:
     conversations = list(conversations)
     acts: Counter[str] = Counter()
     complexities: Counter[str] = Counter()
+    chains: Counter[str] = Counter()
     user_turn_count = agent_turn_count = calls = calling_turns = 0
     apis_per_turn: list[int] = []
     for conversation in conversations:
@@ -262,6 +359,9 @@ def conversation_stats(conversations: Iterable[Sample]) -> dict[str, Any]:
         for turn in turns:
             acts.update(turn.dialog_acts)
             apis_per_turn.append(len(conversation.tools))
+            turn_calls = sum(len(step) for step in turn.steps)
+            if turn_calls:
+                chains[chain_bin(turn_calls)] += 1
         for message in conversation.messages:
             if message.get("role") == "assistant" and message.get("tool_calls"):
                 calling_turns += 1
@@ -281,7 +381,39 @@ def conversation_stats(conversations: Iterable[Sample]) -> dict[str, Any]:
         "avg_apis_per_turn": round(sum(apis_per_turn) / len(apis_per_turn), 2) if apis_per_turn else 0.0,
         "dialog_acts": {act: acts[act] for act in DIALOG_ACTS if acts[act]},
         "complexities": dict(sorted(complexities.items())),
+        "chain_lengths": {name: chains[name] for name in CHAIN_BINS},  # calls per calling agent turn
     }
+
+
+def chain_bin(calls: int) -> str:
+    return str(calls) if calls < 4 else "4+"
+
+
+# ------------------------------------------------------------------------ dialog-act cap (balance)
+def cap_per_dialog_act(samples: Sequence[Sample], cap: int | None, seed: int) -> tuple[list[Sample], list[Sample]]:
+    """(kept, dropped) response-quality samples with at most `cap` samples carrying each dialog act.
+    A turn carries several acts: it is kept only while every one of its acts is under the cap.
+    Turns are visited rarest act first (a turn with a reject goes in before the informs fill the
+    cap), ties in an order seeded by `seed` and the turn id (not file order, so no conversation is
+    favoured); the kept ones keep their input order. `cap` None: nothing dropped."""
+    if cap is None:
+        return list(samples), []
+    rarity = Counter(act for sample in samples for act in sample.dialog_acts or [])
+
+    def visit_order(index: int) -> tuple[int, float]:
+        acts = samples[index].dialog_acts or []
+        return min((rarity[act] for act in acts), default=0), random.Random(f"{seed}:{samples[index].id}").random()
+
+    counts: Counter[str] = Counter()
+    keep: set[int] = set()
+    for index in sorted(range(len(samples)), key=visit_order):
+        acts = samples[index].dialog_acts or []
+        if all(counts[act] < cap for act in acts):
+            counts.update(acts)
+            keep.add(index)
+    kept = [sample for i, sample in enumerate(samples) if i in keep]
+    dropped = [sample for i, sample in enumerate(samples) if i not in keep]
+    return kept, dropped
 
 
 def conversation_environment(environment: Any) -> Any:

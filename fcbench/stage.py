@@ -34,6 +34,8 @@ TEMPLATES = "templates.jsonl"
 CANDIDATES = "candidates.jsonl"
 FILLED_CANDIDATES = "candidates.filled.jsonl"
 VALIDATED = "validated.jsonl"
+SCENARIOS = "scenarios.jsonl"  # kind: conversation, stage1's sampled scenarios
+REVIEWED_SCENARIOS = "scenarios.reviewed.jsonl"  # ... and the reviewers' decisions on them (`scenarios pull`)
 
 _catalogs: dict[tuple[Path, int, int], list[Tool]] = {}
 
@@ -54,6 +56,25 @@ def pipeline_catalog(pipeline: PipelineConfig) -> list[Tool] | None:
 
         _catalogs[key] = load_tools_file(path)
     return list(_catalogs[key])
+
+
+def read_reviewed_scenarios(path: Path) -> list[Any] | None:
+    """The reviewed scenarios (fcbench.conversation.ReviewedScenario) a `scenarios pull` wrote;
+    None when no pull wrote any."""
+    import json
+
+    from fcbench.conversation import ReviewedScenario
+
+    if not path.is_file():
+        return None
+    reviewed = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.strip():
+            try:
+                reviewed.append(ReviewedScenario.model_validate(json.loads(line)))
+            except ValueError as exc:
+                raise UserError(f"{path}:{number}: not a reviewed scenario ({exc}); pull the review again") from None
+    return reviewed
 
 
 @dataclass(frozen=True)
@@ -198,6 +219,13 @@ class EvaluateSettings:
     judge_model: str | None = None  # the LLM judge (default: the pipeline's judge block, else none)
     judge_base_url: str | None = None
     context_window: int | None = None  # the model's, in tokens (default: llm.context_window)
+    protocol: str | None = None  # a paper's protocol (fcbench.evaluate.protocols); None: the pipeline kind's
+    temperature: float | None = None  # None: the protocol's (the paper's) decoding settings
+    max_tokens: int | None = None
+    runs: int | None = None  # callnavi: runs per question (default 5, the paper's)
+    icl_examples: int = 3  # nestful-icl
+    max_steps: int = 10  # nestful-react
+    compat: bool = False  # the tables show the published scorer's figures where fcbench's differ
 
 
 # ------------------------------------------------------------------------------------ a stage

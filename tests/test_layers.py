@@ -15,6 +15,7 @@ PACKAGES = ("fcbench", "generate", "annotate")
 STAGES = {
     "generate.stage1": "stage1",  # with its kind: conversation variant (generate.stage1.conversation)
     "generate.stage3": "stage3",
+    "annotate.stage1": "stage1-review",  # the scenarios of a conversation pipeline reviewed before drafting
     "annotate.stage2": "stage2",
     "annotate.stage3": "stage3-annotators",
     "fcbench.filter": "filter",

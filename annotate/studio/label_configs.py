@@ -69,11 +69,19 @@ QA_REVIEW = ConfigSpec(
 )
 CONVERSATION = ConfigSpec(
     "stage2_conversation.xml",
-    controls={"verdict": "Choices", "conversation_json": "TextArea", "complexities": "Choices", "notes": "TextArea"},
-    data_fields=frozenset({"feedback_html", "scenario_html", "conversation_html"}),
+    controls={"verdict": "Choices", "conversation_json": "TextArea", "complexities": "Choices", "call_errors": "Choices",
+              "notes": "TextArea"},
+    data_fields=frozenset({"feedback_html", "scenario_html", "conversation_html", "call_options"}),
     choice_values={"verdict": VERDICTS, "complexities": frozenset(COMPLEXITIES)},
 )
-SPECS = {spec.file_name: spec for spec in (SENIOR, JUNIOR, QA_REVIEW, CONVERSATION)}
+SCENARIO_REVIEW = ConfigSpec(
+    "stage1_scenario_review.xml",
+    controls={"verdict": "Choices", "description": "TextArea", "complexities": "Choices", "scenario_json": "TextArea",
+              "notes": "TextArea"},
+    data_fields=frozenset({"feedback_html", "scenario_html"}),
+    choice_values={"verdict": frozenset({"accept", "edit", "reject"}), "complexities": frozenset(COMPLEXITIES)},
+)
+SPECS = {spec.file_name: spec for spec in (SENIOR, JUNIOR, QA_REVIEW, CONVERSATION, SCENARIO_REVIEW)}
 
 
 def load_config(spec: ConfigSpec, directory: Path | None = None) -> str:

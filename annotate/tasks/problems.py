@@ -37,11 +37,16 @@ class ProblemCode(str, Enum):
     DIALOG_ACT_MISMATCH = "dialog_act_mismatch"  # calls without agent_function_calling, or the reverse
     COMPLEXITY_MISSING = "complexity_missing"  # a complexity the scenario requires does not occur
     TOO_FEW_TURNS = "too_few_turns"  # fewer user turns than the scenario's minimum
+    TYPE_MISSING = "type_missing"  # the conversation fails the acceptance rule of a type its scenario requires
+    CALL_ERROR_MISMATCH = "call_error_mismatch"  # a call ticked to fail is not the call it was when pushed
+    # scenario review (annotate/tasks/scenario_review.py)
+    BAD_SCENARIO = "bad_scenario"  # an edited scenario that cannot be played (unknown API, no type, bad time)
+    STALE_SCENARIO = "stale_scenario"  # the reviewed scenario is not the one stage1 samples now
 
 
 # Codes that are the annotator's own decision or a skip: never sent back, never "fixed".
 NOT_ERRORS = frozenset({ProblemCode.CANCELLED, ProblemCode.REJECTED_BY_ANNOTATOR, ProblemCode.MISSING_DRAFT,
-                        ProblemCode.MALFORMED_TASK, ProblemCode.STALE_DRAFT})
+                        ProblemCode.MALFORMED_TASK, ProblemCode.STALE_DRAFT, ProblemCode.STALE_SCENARIO})
 
 
 @dataclass(frozen=True)

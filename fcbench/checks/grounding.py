@@ -185,3 +185,9 @@ def ungrounded_values(sample: Sample) -> list[UngroundedValue]:
     """Literal argument values that neither the query (literally or by a derivation rule) nor an
     earlier step's responses support."""
     return grounding_report(sample).ungrounded
+
+
+def text_supports(text: str, value: Any, schema: Mapping[str, Any] | None = None, siblings: list[Any] | None = None) -> bool:
+    """Does `text` alone (no response) state `value`, literally or by a derivation rule? What the
+    conversation-type rules ask of one turn ("the user's answer gives the date the call uses")."""
+    return _Evidence(text).explain(value, schema or {}, siblings or []) is not None

@@ -113,6 +113,9 @@ _UPPER_SNAKE = re.compile(r"(?<![\w$./-])[A-Z]{2,}(?:_[A-Z]{2,})+(?![\w/-])")
 _AM_PM = re.compile(r"(?<![\d:.])(?P<hour>1[3-9]|2[0-4]|00?)(?::[0-5]\d)?\s*(?:a\.m\.|p\.m\.|am|pm)(?![A-Za-z])", re.I)
 _VAGUE = re.compile(r"\bthe\s+(?:" + "|".join(_ORDINALS) + r")\s+(?:result|entry)\b"
                     r"(?!\s+(?:of|from|in|on|for|returned|found|listed|that|which)\b)", re.I)
+# after "a ,": more one-letter names separated by commas or "and" (a list of variables)
+_VARIABLE_LIST = re.compile(r"\s*[A-Za-z]\s*(?:,|\band\b)")
+_COUNTED_RESULTS = re.compile(r"\b\d+\s+(?:results?|entries)\b", re.I)
 _ONE_PLURAL = re.compile(r"(?<![\w.,\-])(?:1|one|a single)\s+(?P<noun>" + "|".join(sorted(_PLURAL_TO_SINGULAR, key=len, reverse=True))
                          + r")\b(?![\-'])", re.I)
 _MANY_SINGULAR = re.compile(
@@ -158,6 +161,8 @@ def query_text_problems(text: str, tools: Sequence[Tool] = ()) -> list[Problem]:
     for match in _MISSING_VALUE.finditer(text):
         add(Problem(TextProblemCode.UNFILLED_SLOT, match.start(), match.end(), match.group(0), "a value is missing"))
     for match in _DANGLING.finditer(text):
+        if _VARIABLE_LIST.match(text, match.end()) and match.group(0).split()[0].lower() == "a":
+            continue  # "the average age of a , b , c and d": `a` is the first of a list of variables
         add(Problem(TextProblemCode.DANGLING_CONNECTIVE, match.start(), match.end(), match.group(0),
                     "nothing follows the connective" if match.group(0)[:1].isalpha() or "then" in match.group(0)
                     else "an empty clause"))
@@ -176,7 +181,10 @@ def query_text_problems(text: str, tools: Sequence[Tool] = ()) -> list[Problem]:
     for match in _AM_PM.finditer(text):
         add(Problem(TextProblemCode.AM_PM_24_HOUR, match.start(), match.end(), match.group(0),
                     f"hour {int(match.group('hour'))} is a 24-hour value: am/pm does not apply"))
+    counted_results = _COUNTED_RESULTS.search(text)
     for match in _VAGUE.finditer(text):
+        if counted_results:
+            continue  # "the average of 13 results ... the 8th result": the query states the list itself
         add(Problem(TextProblemCode.VAGUE_REFERENCE, match.start(), match.end(), match.group(0),
                     "does not say which list the result comes from"))
     return sorted(problems, key=lambda problem: (problem.start, problem.code.value))

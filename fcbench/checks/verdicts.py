@@ -37,6 +37,9 @@ class FilterCategory(str, Enum):
     FAILED_EXECUTION = "failed_execution"
     FAILED_REPRODUCTION = "failed_reproduction"
     FAILED_SEMANTIC = "failed_semantic"  # only when a semantic check is given (an LLM judges meaning)
+    # kind: conversation only: a conversation type its scenario asks for does not occur (reasons
+    # type_missing.<type>, fcbench.checks.conversation_types)
+    FAILED_TYPE = "failed_type"
 
 
 @dataclass

@@ -33,6 +33,8 @@ def _print_generation_summary(title: str, summary: dict[str, Any], as_json: bool
     if llm:
         console.print(f"LLM: {llm.get('requests_sent', 0)} requests sent, {llm.get('cache_hits', 0)} cache hits, "
                       f"cost {llm.get('cost_usd', 0)}", highlight=False, soft_wrap=True)
+    for message in summary.get("messages") or []:
+        console.print(message, highlight=False, soft_wrap=True, markup=False)
     for name, path in summary.get("outputs", {}).items():
         console.print(f"{name}: {path}", highlight=False, soft_wrap=True)
 
@@ -55,10 +57,12 @@ def stage1_command(
     stages.stage1.offline: true) the graph sampler chains tools whose outputs feed later inputs.
     Writes build/drafts.jsonl, build/drafts.rejects.jsonl and build/stage1.summary.json.
 
-    A `kind: conversation` pipeline samples scenarios (APIs, a complexity from the declared
-    distribution, reference time, minimum turns) into build/scenarios.jsonl, then drafts whole
-    conversations: a rule-based user and agent offline, an LLM user simulator and LLM agent
-    otherwise (turn cap and off-script replies are rejects with their reason)."""
+    A `kind: conversation` pipeline samples scenarios (APIs, one of CONFETTI's 13 conversation types
+    from the declared distribution, reference time, minimum turns) into build/scenarios.jsonl, then
+    drafts whole conversations: a rule-based user and agent offline, an LLM user simulator and LLM
+    agent otherwise (turn cap, off-script replies and a type that does not occur are rejects with
+    their reason). With conversation.review.enabled it stops after the scenarios until they are
+    reviewed (`build-dataset scenarios push|pull`), then drafts the accepted and edited ones."""
     from fcbench.pipeline.run import run_stage
 
     result = run_stage("stage1", _load_pipeline(pipeline, file, record, batch), offline=offline, force=force).report
@@ -170,6 +174,67 @@ def stage2_pull(
                        PullSettings(from_export, send_back, allow_stale)).report
     _print_pull(f"stage2 pull {pipeline}", report, as_json)
     _exit_if_every_task_rejected(report, "gold")
+
+
+# ------------------------------------------------------------ scenarios (stage1's review, Label Studio)
+scenarios_app = typer.Typer(help="Review the sampled scenarios of a conversation pipeline in Label Studio before "
+                                 "drafting (push scenarios, pull reviews).", no_args_is_help=True)
+app.add_typer(rich_help_panel=PANEL, typer_instance=scenarios_app, name="scenarios")
+
+
+@scenarios_app.command("push", epilog="Example:  build-dataset scenarios push travel-chat-all\n\n" + CONNECTION_HELP)
+@user_errors
+def scenarios_push(
+    pipeline: PipelineArgument,
+    file: PipelinesFileOption = PIPELINES_FILE,
+    count: Optional[int] = typer.Option(None, "--count", min=1, help="Scenarios to send [default: all]."),
+    as_json: JsonOption = False,
+) -> None:
+    """Send the scenarios stage1 sampled (build/scenarios.jsonl) to reviewers.
+
+    Each scenario is a task (label_config/stage1_scenario_review.xml) showing the user's goal, the
+    APIs required and optional, the conversation types it must show with their acceptance rules,
+    the reference time and minimum turns; the reviewer accepts, edits (description, types, APIs,
+    time, turns) or rejects it. With `conversation.review.enabled: true` stage1 writes the
+    scenarios and waits for their review before drafting. Pushing again adds no duplicate."""
+    from fcbench.pipeline.run import run_stage
+    from fcbench.stage import PushSettings
+
+    summary = run_stage("scenarios push", _load_conversation_pipeline(pipeline, file), PushSettings(count)).report
+    _print_push(f"scenarios push {pipeline}", summary, as_json)
+
+
+@scenarios_app.command("pull", epilog="Examples:\n\n  build-dataset scenarios pull travel-chat-all --send-back\n\n"
+                       "  build-dataset scenarios pull travel-chat-all --from-export "
+                       "datasets/travel-chat-all/annotations/scenario_review_export.json\n\n" + CONNECTION_HELP)
+@user_errors
+def scenarios_pull(
+    pipeline: PipelineArgument,
+    file: PipelinesFileOption = PIPELINES_FILE,
+    from_export: FromExportOption = None,
+    send_back: SendBackOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Turn the reviewers' decisions into build/scenarios.reviewed.jsonl, each checked.
+
+    Checks: a verdict, JSON that parses, APIs of the catalog, at least one required API and one
+    conversation type (two required APIs for goal switching and stacking), an ISO 8601 reference
+    time, a minimum of turns within conversation.max_turns, a description. Failures go to
+    build/scenarios.review.rejects.jsonl with the exact problem. stage1 then drafts only the
+    scenarios accepted or edited (a rejected one is its `rejected_in_review` reject)."""
+    from fcbench.pipeline.run import run_stage
+    from fcbench.stage import PullSettings
+
+    report = run_stage("scenarios pull", _load_conversation_pipeline(pipeline, file), PullSettings(from_export, send_back)).report
+    _print_pull(f"scenarios pull {pipeline}", report, as_json)
+
+
+def _load_conversation_pipeline(name: str, file: Path) -> Any:
+    loaded = _load_pipeline(name, file)
+    if loaded.kind != "conversation":
+        raise UserError(f"pipeline {name!r} is `kind: {loaded.kind}`: scenarios are reviewed in `kind: conversation` "
+                        "pipelines only")
+    return loaded
 
 
 # ------------------------------------------------------------------ stage3 (junior filling, Label Studio)
@@ -386,7 +451,9 @@ def report(
 # ------------------------------------------------------------------------------------------------ run
 @command(epilog="Examples:\n\n  build-dataset run travel --offline   (then open datasets/travel/build/report.html)\n\n"
                  "  build-dataset run travel-chat --offline   (conversational: both CONFETTI sets in "
-                 "datasets/travel-chat/build/export/)")
+                 "datasets/travel-chat/build/export/)\n\n"
+                 "  build-dataset run nestful-math --offline   (starts at its first declared stage: the filter "
+                 "over the published samples)")
 @user_errors
 def run(
     pipeline: PipelineArgument,
@@ -401,6 +468,7 @@ def run(
 
     stage1 drafts, stage2 (the annotators' work, read from the Label Studio export named by
     stages.stage2.export_file), stage3 variants, filter, export (Parquet + dataset card), report.
+    A pipeline starts at the first stage it declares in pipelines.yaml (nestful-math: the filter).
     A `kind: conversation` pipeline runs stage1 (scenarios, conversations), stage2, filter, export
     (both CONFETTI sets) and report, e.g. `build-dataset run travel-chat --offline`."""
     from fcbench.pipeline.run import run_pipeline

@@ -104,7 +104,8 @@ def validate(
     epilog=(
         "Examples:\n\n"
         "  build-dataset stats datasets/travel/build/validated.jsonl\n\n"
-        "  build-dataset stats ../shared/external/callnavi/Questions/bank.json --from callnavi --tools ../shared/external/callnavi/APISchema/bank.json --json"
+        "  build-dataset stats ../shared/external/callnavi/Questions/bank.json --from callnavi --tools ../shared/external/callnavi/APISchema/bank.json --json\n\n"
+        "  build-dataset stats ../shared/external/confetti/possible_answer_BFCL_v2_dialogacts.json --from confetti"
     )
 )
 @user_errors
@@ -124,17 +125,55 @@ def stats(
     from the gold path, and as published); nesting-depth and dependency-count distributions;
     NESTful's sequence length (calls per sample) and nested calls per sample; CallNavi's
     per-domain easy/medium/hard counts (from the gold path, and as published).
+    Conversations (a `kind: conversation` build) and dialog-act rows (a response-quality set,
+    CONFETTI's files) add CONFETTI's own figures: conversation types with CONFETTI's names and
+    counts, dialog acts, and calls per calling turn in its bins 1 / 2 / 3 / 4+.
     Items the reader rejects are counted with their reasons."""
     from fcbench.formats import FormatOptions, read_samples
+    from fcbench.stats.confetti import confetti_statistics
     from fcbench.stats.tables import compute_stats
 
-    result = compute_stats(read_samples(file, from_format, FormatOptions(answers=answers, tools=tools)))
+    options = FormatOptions(answers=answers, tools=tools)
+    result = compute_stats(read_samples(file, from_format, options))
+    confetti = confetti_statistics(read_samples(file, from_format, options))  # a second pass: only what it counts is held
     if as_json:
-        print_json({"file": str(file), "format": from_format, **result.as_dict()})
+        print_json({"file": str(file), "format": from_format, **result.as_dict(),
+                    **({"confetti": confetti} if confetti is not None else {})})
     else:
         _print_stats_tables(file, result)
+        if confetti is not None:
+            _print_confetti_tables(confetti)
     exit_if_nothing_kept(result.samples + result.rejected, result.samples, "item", "was rejected",
                          result.reject_reasons)
+
+
+def _print_confetti_tables(confetti: dict[str, Any]) -> None:
+    console.print(f"CONFETTI: {confetti['conversations']} conversations, {confetti['agent_turns']} agent turns, "
+                  f"{confetti['calls']} calls", highlight=False, soft_wrap=True)
+    if "types" in confetti:
+        types = Table(title="conversation types (CONFETTI README: COMPLEXITY | # DIALOGS)")
+        for column in ("type", "CONFETTI name", "dialogs", "CONFETTI # dialogs"):
+            types.add_column(column, justify="left" if "name" in column or column == "type" else "right")
+        for row in confetti["types"]:
+            published = row["confetti_dialogs"]
+            types.add_row(row["type"], row["confetti_name"], str(row["dialogs"]), "" if published is None else str(published))
+        console.print(types)
+    acts = Table(title="dialog acts (agent turns carrying each)")
+    acts.add_column("dialog act")
+    acts.add_column("turns", justify="right")
+    for act, count in confetti["dialog_acts"].items():
+        acts.add_row(act, str(count))
+    console.print(acts)
+    console.print(_chain_table(confetti["chain_lengths"]))
+
+
+def _chain_table(chains: dict[str, int]) -> Table:
+    table = Table(title="calls per calling agent turn (CONFETTI's chain lengths)")
+    table.add_column("calls")
+    table.add_column("turns", justify="right")
+    for name, count in chains.items():
+        table.add_row(name, str(count))
+    return table
 
 
 def _print_stats_tables(file: Path, result: Any) -> None:
@@ -351,11 +390,16 @@ def _stages_table(name: str, pipeline: Any) -> Table:
     declared = set(pipeline.declared_stages())
     if pipeline.kind == "conversation":  # its own stages (fcbench.pipeline.run.CONVERSATION_STAGES): no stage3
         chat = pipeline.conversation
-        shares = ", ".join(f"{key} {value:g}" for key, value in chat.complexities.items())
+        values = set(chat.complexities.values())
+        shares = (f"{', '.join(chat.complexities)} (equal shares)" if len(values) == 1 and len(chat.complexities) > 1
+                  else ", ".join(f"{key} {value:g}" for key, value in chat.complexities.items()))
+        review = "; scenarios reviewed before drafting" if chat.review.enabled else ""
         settings["stage1"] = (f"conversations: {'offline (rule-based)' if chat.offline else 'llm user and agent'}, "
                               f"{chat.scenarios} scenarios, APIs {chat.api_subset_sizes}, complexities {shares}, "
-                              f"{chat.min_turns}-{chat.max_turns} user turns")
-        settings["export"] += " (function_calling and response_quality sets, by conversation)"
+                              f"{chat.min_turns}-{chat.max_turns} user turns{review}")
+        settings["export"] += " (function_calling and response_quality sets, by conversation"
+        cap = stages.export.max_per_dialog_act
+        settings["export"] += f"; at most {cap} rows per dialog act and split)" if cap else "; no dialog-act cap)"
         del settings["stage3"]
         declared.add("stage1")
     table = Table(title=f"{name}: stages")

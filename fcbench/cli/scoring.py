@@ -62,7 +62,10 @@ Inputs per metric:
 
   callnavi: prediction lines {"id", "output"} (raw model text or parsed answer) with --questions
   Questions/<domain>.json; a model run several times labels its lines {"id", "run", "output"}: the
-  gold set is every question in every run named, and the stability scores need them all.
+  gold set is every question in every run named, and the stability scores need them all (on
+  normalised answers; Levenshtein: the first run against each other). Figures per difficulty and
+  their macro average; the GPT score from the LLM (--llm-model, CallNavi's prompt, cached) or, without
+  one, a rule-based stand-in named on the first line.
 
   complexeval: saved trajectories {"id", "turns": [[{"name", "arguments"}, ...], ..., "final text"]}
   against --gold samples (any format, --from); summary in ComplexFuncBench's Table 2 shape. With an
@@ -95,8 +98,9 @@ def score(
     gold_format: str = typer.Option("fcbench", "--from", help="Format of --gold for complexeval/confetti."),
     tools_module: Optional[Path] = typer.Option(None, "--tools-module", help="NESTful: Python tools to execute for win rate."),
     compat: bool = typer.Option(False, "--compat", help="Reproduce the published reference scorer exactly."),
-    llm_model: Optional[str] = typer.Option(None, "--llm-model", help="confetti: the LLM that classifies dialog acts "
-                                            "and judges parameter validity (default: --pipeline's llm.model)."),
+    llm_model: Optional[str] = typer.Option(None, "--llm-model", help="The LLM judge: confetti's dialog-act "
+                                            "classifier and parameter-validity judge, callnavi's GPT score, "
+                                            "complexeval's judges (default: --pipeline's llm.model)."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="The judge's OpenAI-compatible endpoint (default: "
                                            "the pipeline's llm.base_url, else $OPENAI_BASE_URL)."),
     pipeline: Optional[str] = typer.Option(None, "--pipeline", help="Take the judge's llm block (model, key variable, "
@@ -220,55 +224,103 @@ def _print_score(metric: str, compat: bool, predictions: Path, result: Any) -> N
 
 
 # ------------------------------------------------------------------------------------------ evaluate
-@command(
-    epilog=(
-        "Examples:\n\n"
-        "  build-dataset evaluate travel --model gpt-4o-mini --split test\n\n"
-        "  build-dataset evaluate travel --model Qwen/Qwen2.5-7B-Instruct --base-url http://127.0.0.1:8000/v1 "
-        "--limit 50 --json\n\n"
-        "  build-dataset evaluate travel --model m --input datasets/travel/build/validated.jsonl"
-    )
-)
+EVALUATE_EPILOG = """Examples:
+
+  build-dataset evaluate travel --model gpt-4o-mini --split test
+
+  build-dataset evaluate travel --model Qwen/Qwen2.5-7B-Instruct --base-url http://127.0.0.1:8000/v1 --limit 50 --json
+
+  build-dataset evaluate travel --model m --input datasets/travel/build/validated.jsonl
+
+  build-dataset evaluate nestful-math --model m --protocol nestful-icl --limit 5
+
+  build-dataset evaluate nestful-math --model m --protocol nestful-react --limit 3 --max-steps 4
+
+  build-dataset evaluate travel --model m --protocol callnavi --runs 3 --limit 4
+
+  build-dataset evaluate travel-chat --model m --protocol confetti --limit 6
+
+Protocols (--protocol; default: complexfuncbench for single-turn pipelines, confetti for kind:
+conversation), each as its paper ran models, with the paper's decoding settings unless
+--temperature / --max-tokens say otherwise:
+
+  complexfuncbench: ComplexEval (native tools, gold responses, the paper's judges or rule-based
+  stand-ins), greedy, 2,048 tokens; writes build/eval/<model>/trajectories.jsonl, scores.json and
+  complexfuncbench_result.jsonl (ComplexFuncBench's own result shape).
+
+  nestful-icl: the first --icl-examples (3) of NESTful's icl_examples.json in NESTful's chat prompt,
+  greedy, 1,000 tokens; build/eval/<model>/nestful-icl-<k>shot/output.jsonl is NESTful's own file.
+
+  nestful-react: a ReAct agent executing every action in the pipeline's environment (refused
+  without an executable one), at most --max-steps actions; output.jsonl as above.
+
+  callnavi: every question --runs times (5), CallNavi's prompt; routing, AST, GPT score (the judge
+  LLM, or a named rule-based stand-in), election and Levenshtein stability per difficulty and
+  macro; callnavi/results_stab/*.json in CallNavi's own shape.
+
+  confetti: teacher-forced per turn (the gold history), both turn-level sets; AST soft accuracy by
+  APIs, turns and chain length, parameter validity, dialog acts; confetti/<set>/<split>_result.json
+  in BFCL's result shape.
+
+Every protocol resumes after a kill (finished items are kept, answered requests replayed from
+the request cache), takes --batch, and writes scores.json with the paper-layout tables."""
+
+
+@command(epilog=EVALUATE_EPILOG)
 @user_errors
 def evaluate(
     pipeline: PipelineArgument,
     model: str = typer.Option(..., "--model", help="The model to evaluate (as the endpoint names it)."),
+    protocol: Optional[str] = typer.Option(None, "--protocol", help="complexfuncbench, nestful-icl, nestful-react, "
+                                           "callnavi or confetti (default: complexfuncbench for single-turn "
+                                           "pipelines, confetti for kind: conversation)."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (default: the "
                                            "pipeline's llm.base_url, else $OPENAI_BASE_URL)."),
-    split: str = typer.Option("test", "--split", help="The exported split (build/export/data/<split>-*.parquet)."),
+    split: str = typer.Option("test", "--split", help="The exported split (build/export/<config>/<split>-*.parquet)."),
     input_file: Optional[Path] = typer.Option(None, "--input", help="Evaluate this canonical JSONL file instead "
                                               "of the exported split."),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Evaluate only the first N samples."),
-    extra_turns: int = typer.Option(3, "--extra-turns", min=1, help="Model turns allowed per sample beyond its "
-                                    "gold steps (final answer and corrections) before it is cut off."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Evaluate only the first N samples (of each "
+                                        "set)."),
+    temperature: Optional[float] = typer.Option(None, "--temperature", min=0.0, max=2.0, help="Override the "
+                                                "protocol's (the paper's) temperature."),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=1, help="Override the protocol's (the "
+                                             "paper's) new-token limit."),
+    runs: Optional[int] = typer.Option(None, "--runs", min=1, help="callnavi: runs of each question (default 5, "
+                                       "the paper's)."),
+    icl_examples: int = typer.Option(3, "--icl-examples", min=1, help="nestful-icl: in-context examples (the "
+                                     "first k of NESTful's icl_examples.json; the paper: 3, also 1)."),
+    max_steps: int = typer.Option(10, "--max-steps", min=1, help="nestful-react: actions per question."),
+    compat: bool = typer.Option(False, "--compat", help="Tables show the published scorer's figures where fcbench's "
+                                "differ (nestful: src/scorer.py; callnavi: Judge_para.py's checks)."),
+    extra_turns: int = typer.Option(3, "--extra-turns", min=1, help="complexfuncbench: model turns allowed per sample "
+                                    "beyond its gold steps (final answer and corrections) before it is cut off."),
     file: PipelinesFileOption = PIPELINES_FILE,
     batch: BatchOption = False,
-    judge_model: Optional[str] = typer.Option(None, "--judge-model", help="The LLM judge of call equivalence, "
-                                              "completeness and correctness (default: the pipeline's judge block; "
-                                              "none: rule-based stand-ins, said on the first line)."),
+    judge_model: Optional[str] = typer.Option(None, "--judge-model", help="The LLM judge (ComplexEval: call "
+                                              "equivalence, completeness, correctness; CallNavi: the GPT score; "
+                                              "CONFETTI: dialog acts, parameter validity). Default: the pipeline's "
+                                              "judge block; none: rule-based stand-ins, said on the first line."),
     judge_base_url: Optional[str] = typer.Option(None, "--judge-base-url", help="The judge's OpenAI-compatible "
                                                  "endpoint (default: the judge block's base_url, else $OPENAI_BASE_URL)."),
     context_window: Optional[int] = typer.Option(
-        None, "--context-window", min=1, help="The model's context window in tokens (cl100k_base count of "
-        "messages + tools; default: llm.context_window). A request above it is not sent: the sample ends "
+        None, "--context-window", min=1, help="complexfuncbench: the model's context window in tokens (cl100k_base "
+        "count of messages + tools; default: llm.context_window). A request above it is not sent: the sample ends "
         "there as context_overflow."),
     as_json: JsonOption = False,
 ) -> None:
-    """Run a model on an exported benchmark with ComplexFuncBench's ComplexEval protocol, then score it.
+    """Run a model on an exported benchmark the way a paper did (--protocol), then score it.
 
-    Tools are passed natively; each turn's tool calls are answered with the gold responses when
-    they match the current gold step, with ComplexEval's format message or a fixed error otherwise.
-    Sampling settings, concurrency and the key variable (llm.api_key_env) come from the pipeline's
-    llm block. Writes build/eval/<model>/trajectories.jsonl (one line per sample as it finishes)
-    and build/eval/<model>/scores.json (per-domain success rate, call accuracy, completeness,
-    correctness, error taxonomy, per-parameter-type error rates). A re-run after a kill resumes:
-    finished samples are skipped and answered turns are replayed from the request cache.
+    Sampling concurrency, retries and the key variable (llm.api_key_env) come from the pipeline's
+    llm block; decoding settings are the paper's (--temperature, --max-tokens override them).
+    Writes build/eval/<model>/ (ComplexEval) or build/eval/<model>/<protocol>/: fcbench's
+    predictions, the reference's own prediction file, scores.json (the choices made where the paper
+    leaves one open, who judged, the tables in the paper's layout, the summary, every item) and the
+    rejects. A protocol that does not fit the pipeline is refused before anything is sent. A re-run
+    after a kill resumes: finished items are kept and answered requests are replayed from the cache.
 
-    With a judge (--judge-model, or a `judge:` block in the pipeline), calls the rules cannot
-    decide go to the recorded responses, then to the LLM judge, and completeness and correctness
-    (0-2) are LLM-judged, as in the paper; verdicts are cached in build/eval/<model>/judges.sqlite,
-    an unusable verdict is asked again once and then recorded as judge_error. Without one, the
-    rule-based stand-ins judge, and the output and scores.json say so first."""
+    Judges: with --judge-model (or a `judge:` block), the paper's LLM judges grade (cached in the
+    evaluation folder; an unusable verdict is asked again once, then is a judge_error); without one,
+    rule-based stand-ins grade, and the output and scores.json say so first."""
     from fcbench.pipeline.run import run_stage
     from fcbench.stage import EvaluateSettings
 
@@ -276,15 +328,60 @@ def evaluate(
     # progress (a bar on a terminal, a line every few seconds elsewhere, on stderr) and the memory
     # ceiling: fcbench.runtime.progress.StageProgress, inside the stage
     settings = EvaluateSettings(model, base_url, split, input_file, limit, extra_turns, batch,
-                                judge_model=judge_model, judge_base_url=judge_base_url, context_window=context_window)
+                                judge_model=judge_model, judge_base_url=judge_base_url, context_window=context_window,
+                                protocol=protocol, temperature=temperature, max_tokens=max_tokens, runs=runs,
+                                icl_examples=icl_examples, max_steps=max_steps, compat=compat)
     result = run_stage("evaluate", config, settings).report
+    complexeval = hasattr(result, "trajectories_path")
     if as_json:
-        from fcbench.score.complexeval import judges_line
-
         print_json(result.as_dict())
-        print(judges_line(result.judges), file=sys.stderr)  # stdout holds only JSON; "judges" has the same
+        if complexeval:
+            from fcbench.score.complexeval import judges_line
+
+            print(judges_line(result.judges), file=sys.stderr)  # stdout holds only JSON; "judges" has the same
+        elif result.finished.first_line:
+            print(result.finished.first_line, file=sys.stderr)
         return
-    _print_evaluation(result)
+    if complexeval:
+        _print_evaluation(result)
+    else:
+        _print_protocol(result)
+    _print_tables(result.tables)
+
+
+def _print_tables(tables: list[dict[str, Any]]) -> None:
+    """The paper-layout tables, turned on their side for a terminal (a paper's table is wider than
+    one): a line per column of the paper (its group, its name), a column per model; then the notes.
+    `--json` and scores.json keep the paper's orientation."""
+    for paper_table in tables:
+        table = Table(title=paper_table["title"])
+        table.add_column("group")
+        table.add_column("measure")
+        for row in paper_table["rows"]:
+            table.add_column(row["model"], justify="right")
+        previous = None
+        for index, column in enumerate(paper_table["columns"]):
+            group = column["group"] if column["group"] != previous else ""
+            previous = column["group"]
+            table.add_row(group, column["name"], *(row["cells"][index] for row in paper_table["rows"]))
+        console.print(table)
+        for note in paper_table["notes"]:
+            console.print(f"  note: {note}", highlight=False, soft_wrap=True, markup=False)
+
+
+def _print_protocol(result: Any) -> None:
+    if result.finished.first_line:
+        console.print(result.finished.first_line, highlight=False, soft_wrap=True, markup=False)
+    console.print(f"evaluate {result.model} ({result.protocol}): {result.items} items from {result.source} "
+                  f"({result.ran} run, {result.reused} reused from an earlier run)", highlight=False, soft_wrap=True)
+    for choice in result.choices:
+        console.print(f"  choice: {choice}", highlight=False, soft_wrap=True, markup=False)
+    for reason, count in result.not_evaluated.items():
+        print(f"warning: {count} items not evaluated ({reason}); see {result.rejects_path}", file=sys.stderr)
+    files = "\n".join(f"{what}: {path}" for what, path in result.finished.reference_files.items()
+                      if ":" not in what or what.endswith(":0"))
+    console.print(f"predictions: {result.predictions_path}\nscores:      {result.scores_path}\n{files}",
+                  highlight=False, soft_wrap=True)
 
 
 def _print_evaluation(result: Any) -> None:

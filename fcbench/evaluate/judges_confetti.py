@@ -157,24 +157,27 @@ class JudgedReport:
     nothing_usable: bool  # the LLM was asked and gave no usable verdict at all
 
 
-def score_offline(samples: Iterable[Sample], predictions: Sequence[Mapping[str, Any]], why: str) -> JudgedReport:
-    """The rule-based stand-ins (the pure scorer's defaults); `why` says why no LLM graded."""
-    report = score_confetti(samples, predictions)
+def score_offline(samples: Iterable[Sample], predictions: Sequence[Mapping[str, Any]], why: str,
+                  score_calls: bool = True) -> JudgedReport:
+    """The rule-based stand-ins (the pure scorer's defaults); `why` says why no LLM graded.
+    `score_calls` False: the lines' calls are shown to the act classifier only (a response-quality
+    set)."""
+    report = score_confetti(samples, predictions, ConfettiOptions(score_calls=score_calls))
     grading = grading_of(report.items, None, RULE_BASED_ACTS, RULE_BASED_VALIDITY, why=why)
     return _judged(report, grading)
 
 
 def score_with_llm(samples: Iterable[Sample], predictions: Sequence[Mapping[str, Any]], config: LLMConfig,
-                   cache_path: Path, environ: Mapping[str, str] | None = None) -> JudgedReport:
+                   cache_path: Path, environ: Mapping[str, str] | None = None, score_calls: bool = True) -> JudgedReport:
     samples = list(samples)
     questions = _Questions()
     score_confetti(samples, predictions, ConfettiOptions(act_classifier=questions.classify,
-                                                         validity_judge=questions.judge))
+                                                         validity_judge=questions.judge, score_calls=score_calls))
     acts, values, llm_summary = asyncio.run(_ask(config, cache_path, questions, environ))
     verdicts = _Verdicts({canonical_json(q): v for q, v in zip(questions.acts, acts)},
                          {canonical_json(q): v for q, v in zip(questions.values, values)})
     report = score_confetti(samples, predictions, ConfettiOptions(act_classifier=verdicts.classify,
-                                                                  validity_judge=verdicts.judge))
+                                                                  validity_judge=verdicts.judge, score_calls=score_calls))
     judge = f"LLM {config.model}"
     llm = {"model": config.model, "base_url": llm_summary["base_url"],
            "cache": str(cache_path), "asked": {"dialog_acts": len(questions.acts), "parameter_values": len(questions.values)},

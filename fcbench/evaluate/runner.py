@@ -69,7 +69,6 @@ from fcbench.llm.judge import JUDGE_CACHE_FILE, judge_llm_config
 from fcbench.llm.cache import RequestCache, canonical_json
 from fcbench.llm.client import (ChatRequest, LLMClient, LLMRejection, ToolCall, assistant_message, tool_call_ids,
                           run_workers, tool_message)
-from fcbench.stage import EvaluateSettings, PipelineContext, StageSummary
 
 EVAL_DIR = "eval"
 DEFAULT_SPLIT = "test"
@@ -228,12 +227,15 @@ class BenchmarkIndex:
             self.schemas[tool.name] = tool.parameters
 
 
-def split_shards(build_dir: Path, split: str) -> list[Path]:
-    return sorted((build_dir / "export" / "data").glob(f"{split}-*.parquet"))
+EXPORT_CONFIG = "data"  # export/<config>/<split>-*.parquet; a conversational export has two configs
 
 
-def _exported_splits(build_dir: Path) -> list[str]:
-    names = {path.name.rsplit("-", 3)[0] for path in (build_dir / "export" / "data").glob("*.parquet")}
+def split_shards(build_dir: Path, split: str, config: str = EXPORT_CONFIG) -> list[Path]:
+    return sorted((build_dir / "export" / config).glob(f"{split}-*.parquet"))
+
+
+def _exported_splits(build_dir: Path, config: str = EXPORT_CONFIG) -> list[str]:
+    names = {path.name.rsplit("-", 3)[0] for path in (build_dir / "export" / config).glob("*.parquet")}
     return sorted(names)
 
 
@@ -270,7 +272,8 @@ class BenchmarkInput:
     Never held: each pass reads the file again, one sample (or one small Parquet batch) at a time.
     `index()` is the light first pass; `samples()` then yields the samples it accepted."""
 
-    def __init__(self, build_dir: Path, split: str, input_file: Path | None, limit: int | None) -> None:
+    def __init__(self, build_dir: Path, split: str, input_file: Path | None, limit: int | None,
+                 config: str = EXPORT_CONFIG) -> None:
         self.limit = limit
         self.input_file = input_file
         self.shards: list[Path] = []
@@ -279,11 +282,11 @@ class BenchmarkInput:
                 raise UserError(f"{input_file}: no such file")
             self.source = str(input_file)
         else:
-            self.shards = split_shards(build_dir, split)
+            self.shards = split_shards(build_dir, split, config)
             if not self.shards:
-                available = _exported_splits(build_dir)
+                available = _exported_splits(build_dir, config)
                 found = f"exported splits: {', '.join(available)}" if available else "nothing exported yet"
-                raise UserError(f"no split {split!r} under {build_dir / 'export' / 'data'} ({found}); "
+                raise UserError(f"no split {split!r} under {build_dir / 'export' / config} ({found}); "
                                 "run build-dataset export, or pass --input FILE")
             self.source = str(self.shards[0].parent / f"{split}-*.parquet")
 
@@ -447,12 +450,25 @@ class EvaluationResult:
     not_evaluated: dict[str, int] = field(default_factory=dict)  # reason -> samples
     llm: dict[str, Any] = field(default_factory=dict)  # requests sent, cache hits, tokens, cost
     context_overflow: list[str] = field(default_factory=list)  # samples cut at the context window
+    extra: dict[str, Any] = field(default_factory=dict)  # the protocol's: tables, choices, reference files
+
+    @property
+    def tables(self) -> list[dict[str, Any]]:
+        return list(self.extra.get("tables") or [])
 
     def as_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "scores": self.scores, "trajectories": str(self.trajectories_path),
+        return {"protocol": "complexfuncbench", "model": self.model, "scores": self.scores, **self.extra,
+                "trajectories": str(self.trajectories_path),
                 "scores_file": str(self.scores_path), "input": self.source, "samples": self.samples,
                 "ran": self.ran, "reused": self.reused, "not_evaluated": self.not_evaluated, "llm": self.llm,
                 "judges": self.judges, "context_overflow": self.context_overflow}
+
+
+ScoredObserver = Callable[[Sample, Mapping[str, Any], Any], None]
+"""(sample, its saved trajectory line, its ComplexEvalVerdict): told of each sample as it is
+scored, in input order (the protocol writes ComplexFuncBench's own result file from it)."""
+DocumentExtra = Callable[[Mapping[str, Any]], dict[str, Any]]
+"""(the summary) -> keys scores.json (and --json) carry before the summary: tables, choices."""
 
 
 ProgressCallback = Callable[[int, int], None]  # (samples done, samples in total)
@@ -529,7 +545,8 @@ def evaluation_llm_config(pipeline: PipelineConfig, model: str, base_url: str | 
 def evaluate(config: LLMConfig, build_dir: Path, *, split: str = DEFAULT_SPLIT, input_file: Path | None = None,
              limit: int | None = None, extra_turns: int = DEFAULT_EXTRA_TURNS,
              environ: Mapping[str, str] | None = None, progress: ProgressCallback | None = None,
-             judge: LLMConfig | None = None) -> EvaluationResult:
+             judge: LLMConfig | None = None, observer: ScoredObserver | None = None,
+             document_extra: DocumentExtra | None = None) -> EvaluationResult:
     """Run the model on every sample not already evaluated, then score all saved trajectories.
     With `judge`, the LLM judges decide call equivalence (after the rules and the recorded
     responses) during the run and when scoring, and grade the final answers; their verdicts are
@@ -547,10 +564,11 @@ def evaluate(config: LLMConfig, build_dir: Path, *, split: str = DEFAULT_SPLIT, 
     created = not paths.model_dir.exists()
     paths.model_dir.mkdir(parents=True, exist_ok=True)
     try:
+        hooks = _Hooks(observer, document_extra)
         if judge is None:
-            return _evaluate_into(config, benchmark, index, paths, extra_turns, environ, progress)
+            return _evaluate_into(config, benchmark, index, paths, extra_turns, environ, progress, hooks=hooks)
         with LLMJudges(judge, paths.model_dir / JUDGE_CACHE_FILE, environ=environ) as judges:
-            return _evaluate_into(config, benchmark, index, paths, extra_turns, environ, progress, judges)
+            return _evaluate_into(config, benchmark, index, paths, extra_turns, environ, progress, judges, hooks)
     except BaseException:
         # A run that failed before any trajectory was saved (endpoint down, key refused, killed
         # at once) leaves no model folder behind for later reports to list as a broken evaluation.
@@ -575,9 +593,15 @@ def _recorded_responses(benchmark: BenchmarkInput, index: BenchmarkIndex, calls:
     return RecordedEnvironment(store)
 
 
+@dataclass(frozen=True)
+class _Hooks:
+    observer: ScoredObserver | None = None
+    document_extra: DocumentExtra | None = None
+
+
 def _evaluate_into(config: LLMConfig, benchmark: BenchmarkInput, index: BenchmarkIndex, paths: EvalPaths,
                    extra_turns: int, environ: Mapping[str, str] | None, progress: ProgressCallback | None,
-                   judges: LLMJudges | None = None) -> EvaluationResult:
+                   judges: LLMJudges | None = None, hooks: _Hooks = _Hooks()) -> EvaluationResult:
     label = f"evaluate {config.model}"
     settings = run_settings(config, extra_turns, judges.config if judges else None)
     calls = DiskCalls() if judges else None
@@ -603,7 +627,7 @@ def _evaluate_into(config: LLMConfig, benchmark: BenchmarkInput, index: Benchmar
         finally:
             log.close()
         return _score_and_write(config, benchmark, index, paths, settings, unanswered, llm_summary, ran=to_run,
-                                reused=len(kept), judges=judges, options_for=options_for)
+                                reused=len(kept), judges=judges, options_for=options_for, hooks=hooks)
     finally:
         if calls is not None:
             calls.close()
@@ -612,7 +636,7 @@ def _evaluate_into(config: LLMConfig, benchmark: BenchmarkInput, index: Benchmar
 def _score_and_write(config: LLMConfig, benchmark: BenchmarkInput, index: BenchmarkIndex, paths: EvalPaths,
                      settings: Mapping[str, Any], unanswered: Sequence[Unanswered], llm_summary: dict[str, Any],
                      ran: int, reused: int, judges: LLMJudges | None = None,
-                     options_for: OptionsFor | None = None) -> EvaluationResult:
+                     options_for: OptionsFor | None = None, hooks: _Hooks = _Hooks()) -> EvaluationResult:
     """Score every saved trajectory against its sample, one sample at a time, and write the
     trajectories (input order, not completion order: the same benchmark gives the same files
     however it ran), the rejects and scores.json; the scores' items are spooled to disk, since the
@@ -642,6 +666,8 @@ def _score_and_write(config: LLMConfig, benchmark: BenchmarkInput, index: Benchm
                 options = options_for(sample) if options_for is not None else ComplexEvalOptions()
                 verdict = score_trajectory(sample, line["turns"] or [], options, completeness_judge,
                                            correctness_judge)
+                if hooks.observer is not None:
+                    hooks.observer(sample, line, verdict)
                 items.append(tally.add(verdict))
                 progress.advance()
                 yield dumps_line(line)
@@ -656,11 +682,12 @@ def _score_and_write(config: LLMConfig, benchmark: BenchmarkInput, index: Benchm
         rejects += [{"id": item.sample_id, "reason": "llm_error", "detail": item.reason}  # not completion order
                     for item in sorted(unanswered, key=lambda item: index.position(item.sample_id))]
         write_json_lines(paths.rejects, rejects)
+        extra = hooks.document_extra(summary) if hooks.document_extra is not None else {}
         # who judged comes first: a reader of scores.json sees at once whether these are LLM verdicts
         document = {"judges_note": judges_line(summary["judges"]), "judges": summary["judges"],
                     "metric": "complexeval", "model": config.model, "input": benchmark.source,
                     "samples": len(index), "settings": dict(settings),
-                    "not_evaluated": dict(sorted(not_evaluated.items())),
+                    "not_evaluated": dict(sorted(not_evaluated.items())), **extra,
                     "gold_set": {"gold": len(index), "answered": len(index) - len(missing), "missing": missing},
                     "summary": summary, "items": None}
         if config.context_window is not None:
@@ -671,7 +698,7 @@ def _score_and_write(config: LLMConfig, benchmark: BenchmarkInput, index: Benchm
                             trajectories_path=paths.trajectories, scores_path=paths.scores,
                             rejects_path=paths.rejects, scores=summary, ran=ran, reused=reused,
                             not_evaluated=dict(sorted(not_evaluated.items())), llm=llm_summary,
-                            judges=summary["judges"], context_overflow=overflow)
+                            judges=summary["judges"], context_overflow=overflow, extra=extra)
 
 
 def evaluate_pipeline(pipeline: PipelineConfig, model: str, *, base_url: str | None = None,
@@ -679,8 +706,14 @@ def evaluate_pipeline(pipeline: PipelineConfig, model: str, *, base_url: str | N
                       extra_turns: int = DEFAULT_EXTRA_TURNS, environ: Mapping[str, str] | None = None,
                       progress: ProgressCallback | None = None, batch: bool = False,
                       judge_model: str | None = None, judge_base_url: str | None = None,
-                      context_window: int | None = None) -> EvaluationResult:
+                      context_window: int | None = None, sampling: Mapping[str, Any] | None = None,
+                      observer: ScoredObserver | None = None,
+                      document_extra: DocumentExtra | None = None) -> EvaluationResult:
+    """`sampling`: decoding settings over the pipeline's llm block (the protocol's: the paper's
+    temperature and max_tokens unless the command line set them)."""
     config = evaluation_llm_config(pipeline, model, base_url, batch, context_window)
+    if sampling:
+        config = config.model_copy(update=dict(sampling))
     if judge_base_url is not None and judge_model is None and pipeline.judge is None:
         raise UserError("--judge-base-url needs --judge-model (or a judge block in pipelines.yaml)")
     # the pipeline's judge block with the command line's model and endpoint, at temperature 0,
@@ -689,16 +722,5 @@ def evaluate_pipeline(pipeline: PipelineConfig, model: str, *, base_url: str | N
     if judge is not None:
         judge = judge.model_copy(update={"mode": "online"})
     return evaluate(config, pipeline.build_dir, split=split, input_file=input_file, limit=limit,
-                    extra_turns=extra_turns, environ=environ, progress=progress, judge=judge)
-
-
-def run(ctx: PipelineContext, settings: EvaluateSettings) -> StageSummary:
-    """The stage contract (fcbench.stage): one model run over the exported split, scored."""
-    result = evaluate_pipeline(ctx.config, settings.model, base_url=settings.base_url, split=settings.split,
-                               input_file=settings.input_file, limit=settings.limit, extra_turns=settings.extra_turns,
-                               batch=settings.batch, progress=settings.progress,
-                               judge_model=settings.judge_model, judge_base_url=settings.judge_base_url,
-                               context_window=settings.context_window)
-    return StageSummary("evaluate", {"samples": result.samples, "ran": result.ran, "reused": result.reused},
-                        outputs={"trajectories": str(result.trajectories_path), "scores": str(result.scores_path),
-                                 "rejects": str(result.rejects_path)}, report=result)
+                    extra_turns=extra_turns, environ=environ, progress=progress, judge=judge, observer=observer,
+                    document_extra=document_extra)

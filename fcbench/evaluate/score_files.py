@@ -181,16 +181,23 @@ def _describe_callnavi(key: tuple[str, str | None]) -> str:
     return question_id if run is None else f"{question_id} (run {run})"
 
 
-def score_callnavi_files(questions: list[Path], predictions: Path, compat: bool) -> ScoreResult:
+def score_callnavi_files(questions: list[Path], predictions: Path, compat: bool,
+                         judges: JudgeSettings | None = None) -> ScoreResult:
     """Prediction lines are `{"id", "output"}` (raw model text or a parsed answer), with `"run": R`
     when a model answered each question several times. The gold set is every question of
     --questions in every run the file names (a question without an answer in a run is wrong in
     that run); one line per question and run counts, so repeated runs must be labelled (an
     unlabelled repeat is a duplicate). The stability scores are over the runs of every question,
-    so they are reported only when every question has every run."""
-    from fcbench.score.callnavi import (CallNaviScore, callnavi_rates, election_stability, levenshtein_stability,
+    so they are reported only when every question has every run. The figures per difficulty (the
+    question's label) and their macro average are CallNavi's; the GPT score comes from the LLM judge
+    when one is configured, else from a named rule-based stand-in (a missing answer scores 0)."""
+    from fcbench.evaluate.judges_callnavi import RULE_BASED, ask_gpt_scores, gpt_score_question
+    from fcbench.llm.judge import JudgeError
+    from fcbench.score.callnavi import (CallNaviScore, CallNaviTally, callnavi_rates, election_stability,
+                                        levenshtein_stability, parse_callnavi_output, rule_based_gpt_score,
                                         score_callnavi)
 
+    judges = judges or JudgeSettings()
     question_by_id = _records_by_id(questions, "--questions")
     lines = read_prediction_lines(predictions)
     runs: dict[str | None, None] = {}
@@ -203,22 +210,53 @@ def score_callnavi_files(questions: list[Path], predictions: Path, compat: bool)
     alignment = align_to_gold(gold, lines, _callnavi_key, _describe_callnavi)
     items: list[dict[str, Any]] = []
     scores = []
-    outputs_by_id: dict[str, list[Any]] = defaultdict(list)
+    # question id -> its runs in gold order: (output, score, item); a missing run is ("", wrong, item)
+    runs_by_id: dict[str, list[tuple[Any, Any, dict[str, Any]]]] = defaultdict(list)
     for (question_id, run), line in alignment.pairs():
         item: dict[str, Any] = {"id": question_id, **({"run": run} if run is not None else {})}
         if line is None:
             score = CallNaviScore(syntax_valid=False, routing=False, structural=False, ast_match=False)
             item["missing"] = True
+            output: Any = ""
         else:
-            score = score_callnavi(line.get("output", ""), question_by_id[question_id]["ground_truth"], compat)
-            outputs_by_id[question_id].append(line.get("output", ""))
+            output = line.get("output", "")
+            score = score_callnavi(output, question_by_id[question_id]["ground_truth"], compat)
         scores.append(score)
-        items.append({**item, "syntax_valid": score.syntax_valid, "routing": score.routing,
-                      "structural": score.structural, "ast_match": score.ast_match, "repairs": list(score.repairs)})
+        item.update(syntax_valid=score.syntax_valid, routing=score.routing, structural=score.structural,
+                    ast_match=score.ast_match, repairs=list(score.repairs))
+        runs_by_id[question_id].append((output, score, item))
+        items.append(item)
+    answered = [(question_id, output, item) for question_id, runs in runs_by_id.items()
+                for output, _, item in runs if not item.get("missing")]
+    llm_summary = None
+    if judges.llm is None:
+        verdicts: list[Any] = [rule_based_gpt_score(output, question_by_id[question_id]["ground_truth"])
+                               for question_id, output, _ in answered]
+        who = RULE_BASED
+        first_line = f"CallNavi GPT score by a {RULE_BASED} ({judges.offline_because})"
+    else:
+        if judges.cache is None:
+            raise UserError("an LLM judge needs a cache file for its verdicts")
+        parsed = [parse_callnavi_output(output)[0] if isinstance(output, str) else output for _, output, _ in answered]
+        questions_asked = [gpt_score_question(answer, question_by_id[question_id]["ground_truth"])
+                           for (question_id, _, _), answer in zip(answered, parsed)]
+        verdicts, llm_summary = ask_gpt_scores(questions_asked, judges.llm, judges.cache)
+        who = f"LLM {judges.llm.model} with CallNavi's GPT-4o prompt (temperature 0)"
+        first_line = f"CallNavi GPT score by {who}; routing, AST and stability computed, no judge"
+    for (_, _, item), verdict in zip(answered, verdicts):
+        if isinstance(verdict, JudgeError):
+            item["gpt_score"], item["judge_error"] = None, verdict.reason
+        else:
+            item["gpt_score"] = verdict
+    tally = CallNaviTally()
+    for question_id, runs in runs_by_id.items():
+        gpt = [0.0 if item.get("missing") else item["gpt_score"] for _, _, item in runs]
+        difficulty = str(question_by_id[question_id].get("difficulty") or "unlabelled")
+        tally.add_question(difficulty, [output for output, _, _ in runs], [score for _, score, _ in runs], gpt)
     summary: dict[str, Any] = {"n": len(items), "questions": len(question_by_id), "runs": len(run_labels),
                                **callnavi_rates(scores)}
     if len(run_labels) > 1 and alignment.complete:
-        outputs = list(outputs_by_id.values())
+        outputs = [[output for output, _, _ in runs] for runs in runs_by_id.values()]
         summary["election_stability"] = sum(election_stability(o) for o in outputs) / len(outputs)
         summary["levenshtein_stability"] = sum(levenshtein_stability(o) for o in outputs) / len(outputs)
         summary["repeated_questions"] = len(outputs)
@@ -226,8 +264,14 @@ def score_callnavi_files(questions: list[Path], predictions: Path, compat: bool)
         summary["election_stability"] = summary["levenshtein_stability"] = None
         summary["stability_note"] = (f"not reported: {len(alignment.missing)} question runs have no answer, and "
                                      "stability is over the answers given")
+    summary.update(tally.figures())
+    summary["gpt_score_judge"] = who
+    summary["judge_errors"] = sum("judge_error" in item for item in items)
+    if llm_summary is not None:
+        summary["judge_llm"] = {key: llm_summary.get(key) for key in ("model", "base_url", "requests_sent",
+                                                                      "cache_hits", "rejected", "cost_usd")}
     listing = alignment.listing()
-    return ScoreResult("callnavi", _summary_with_gold_set(summary, listing), items, gold_set=listing)
+    return ScoreResult("callnavi", _summary_with_gold_set(summary, listing), items, first_line, gold_set=listing)
 
 
 # ----------------------------------------------------------------------------- ComplexEval, CONFETTI
@@ -373,7 +417,7 @@ def _nestful(request: ScoreRequest) -> ScoreResult:
 def _callnavi(request: ScoreRequest) -> ScoreResult:
     if not request.questions:
         raise UserError("--metric callnavi needs --questions Questions/<domain>.json")
-    return score_callnavi_files(list(request.questions), request.predictions, request.compat)
+    return score_callnavi_files(list(request.questions), request.predictions, request.compat, request.judges)
 
 
 @reads_files("complexeval")

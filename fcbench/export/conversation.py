@@ -10,6 +10,11 @@ Layout under `<build>/export/`:
     statistics.json      the same statistics, per split and overall
     <format>/<set>/<split>.<ext>   the copies listed in stages.export.formats (fcbench, confetti)
 
+The response-quality set may be capped per dialog act for label balance
+(`stages.export.max_per_dialog_act`, per split; off by default, as the published CONFETTI set,
+whose every agent turn is a row): the turns left out are counted per act, before and after, in
+statistics.json and the card.
+
 Both sets use the canonical Parquet schema (`fcbench.formats.parquet_rows`), so `row_to_sample` reads them back.
 Splits: `stages.export.ratios` over a seeded hash of the conversation id (`split: domain` groups by
 domain instead). The export is built in a work folder and swapped in whole; the same input and
@@ -30,8 +35,9 @@ import yaml
 from fcbench.runtime.progress import counted, lines_in
 from fcbench.config import PipelineConfig
 from fcbench.stage import VALIDATED
-from fcbench.conversation import (DIALOG_ACT_TITLES, DIALOG_ACTS, SETS, ConversationError, calls_from_messages,
-                                  conversation_stats, is_conversation, turn_level_samples)
+from fcbench.conversation import (CHAIN_BINS, CONFETTI_TYPES, DIALOG_ACT_TITLES, DIALOG_ACTS, RESPONSE_QUALITY, SETS,
+                                  ConversationError, calls_from_messages, cap_per_dialog_act, conversation_stats,
+                                  is_conversation, turn_level_samples)
 from fcbench.errors import UserError
 from fcbench.formats import FormatError, read_samples, write_samples
 from fcbench.jsonl import write_json, write_json_lines
@@ -123,12 +129,20 @@ def export_conversations(source: Path, build_dir: Path, pipeline: PipelineConfig
     work = export_work_dir(build_dir)
     try:
         statistics: dict[str, Any] = {"overall": conversation_stats(c for s in order for c in by_split[s]), "splits": {}}
+        cap = settings.max_per_dialog_act
+        capping: dict[str, Any] = {"max_per_dialog_act": cap, "splits": {}}
         for split in order:
             conversations = by_split[split]
             cut = [turn_level_samples(conversation) for conversation in conversations]
             info: dict[str, Any] = {"conversations": len(conversations)}
             for set_name in SETS:
                 samples = [sample for sets in cut for sample in sets[set_name]]
+                if set_name == RESPONSE_QUALITY:
+                    kept, dropped = cap_per_dialog_act(samples, cap, pipeline.seed)
+                    capping["splits"][split] = {"rows_before": len(samples), "rows_after": len(kept),
+                                                "dialog_acts_before": _act_counts(samples),
+                                                "dialog_acts_after": _act_counts(kept), "left_out": len(dropped)}
+                    samples = kept
                 written = write_split((sample_to_row(sample) for sample in samples), split, work / set_name,
                                       settings.shard_rows, settings.shard_bytes)
                 info[set_name] = {"rows": written.rows, "shards": len(written.paths)}
@@ -143,6 +157,12 @@ def export_conversations(source: Path, build_dir: Path, pipeline: PipelineConfig
                             summary.warnings.append(f"{fmt} {set_name} {split}: not written: {exc}")
             summary.splits[split] = info
             statistics["splits"][split] = conversation_stats(conversations)
+        capping["overall"] = {key: sum(split[key] for split in capping["splits"].values())
+                              for key in ("rows_before", "rows_after", "left_out")}
+        for key in ("dialog_acts_before", "dialog_acts_after"):
+            capping["overall"][key] = {act: sum(split[key].get(act, 0) for split in capping["splits"].values())
+                                       for act in DIALOG_ACTS}
+        statistics["response_quality_cap"] = capping
         summary.statistics = statistics
         write_json(work / "statistics.json", statistics, indent=2)
         (work / "README.md").write_text(render_conversation_card(pipeline, summary), encoding="utf-8")
@@ -162,6 +182,12 @@ def export_conversations(source: Path, build_dir: Path, pipeline: PipelineConfig
     write_json(summary_file, summary.as_dict(), indent=2)
     guarded.finish()
     return summary
+
+
+def _act_counts(samples: list[Sample]) -> dict[str, int]:
+    """Response-quality rows carrying each dialog act (a row may carry several)."""
+    counts = Counter(act for sample in samples for act in sample.dialog_acts or [])
+    return {act: counts[act] for act in DIALOG_ACTS}
 
 
 def run_conversation_export(pipeline: PipelineConfig, input_file: Path | None = None,
@@ -189,11 +215,37 @@ def statistics_tables(statistics: Mapping[str, Any]) -> list[str]:
     lines += _table(["dialog act", "name in the data", *[name for name, _ in columns]],
                     [[DIALOG_ACT_TITLES[act], f"`{act}`", *[stats["dialog_acts"].get(act, 0) for _, stats in columns]]
                      for act in DIALOG_ACTS])
+    lines += ["", "### Calls per calling agent turn (CONFETTI's chain lengths: 1 / 2 / 3 / 4+)", ""]
+    lines += _table(["calls in the turn", *[name for name, _ in columns]],
+                    [[bin_, *[stats.get("chain_lengths", {}).get(bin_, 0) for _, stats in columns]] for bin_ in CHAIN_BINS])
     complexities = sorted({name for _, stats in columns for name in stats["complexities"]})
     if complexities:
-        lines += ["", "### Conversation complexities (tagged by annotators)", ""]
-        lines += _table(["complexity", *[name for name, _ in columns]],
-                        [[name, *[stats["complexities"].get(name, 0) for _, stats in columns]] for name in complexities])
+        lines += ["", "### Conversation types (CONFETTI complexities, tagged by annotators)", "",
+                  "Dialogs per type as the annotators ticked them, next to CONFETTI's README table (109 dialogs).", ""]
+        known = [name for name in CONFETTI_TYPES if name in complexities] + [n for n in complexities if n not in CONFETTI_TYPES]
+        lines += _table(["type", "CONFETTI name", *[name for name, _ in columns], "CONFETTI # dialogs"],
+                        [[name, f"`{CONFETTI_TYPES[name].confetti_name}`" if name in CONFETTI_TYPES else "",
+                          *[stats["complexities"].get(name, 0) for _, stats in columns],
+                          CONFETTI_TYPES[name].published_dialogs if name in CONFETTI_TYPES else ""] for name in known])
+    return lines
+
+
+def cap_lines(statistics: Mapping[str, Any]) -> list[str]:
+    """The card's account of the dialog-act cap: the setting, and the rows per act before and after."""
+    capping = statistics.get("response_quality_cap") or {}
+    cap = capping.get("max_per_dialog_act")
+    overall = capping.get("overall") or {}
+    if cap is None:
+        lines = ["No cap (`stages.export.max_per_dialog_act` is off): every agent turn is a row of the "
+                 "response-quality set, as in the published CONFETTI set (463 rows, every agent turn of its 109 dialogs)."]
+    else:
+        lines = [f"At most {cap} response-quality rows per dialog act in each split (`stages.export.max_per_dialog_act`), "
+                 f"for label balance: {overall.get('left_out', 0)} of {overall.get('rows_before', 0)} agent turns left out "
+                 "(a turn with several acts is kept only while each of its acts is under the cap; rarest acts first). "
+                 "The published CONFETTI set has no such cap."]
+    lines += ["", *_table(["dialog act", "rows before the cap", "rows exported"],
+                          [[f"`{act}`", (overall.get("dialog_acts_before") or {}).get(act, 0),
+                            (overall.get("dialog_acts_after") or {}).get(act, 0)] for act in DIALOG_ACTS])]
     return lines
 
 
@@ -227,6 +279,7 @@ def render_conversation_card(pipeline: PipelineConfig, summary: ConversationExpo
     lines += _table(["split", "conversations", *SETS], [[split, info["conversations"], *[info[s]["rows"] for s in SETS]]
                                                        for split, info in summary.splits.items()])
     lines += ["", "## Statistics", "", *statistics_tables(summary.statistics), ""]
+    lines += ["## Dialog-act cap (response-quality set)", "", *cap_lines(summary.statistics), ""]
     if summary.reasons:
         lines += ["## Not exported", "", *[f"- {reason}: {count}" for reason, count in summary.reasons.items()], ""]
     return "\n".join(lines)

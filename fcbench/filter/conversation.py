@@ -10,10 +10,14 @@ Checks, cheapest first; the first failing one decides:
    only later (`turn.stated_later`) or took back before the call (`turn.superseded`) rejects it;
    a value no earlier user turn or response supports is reported, or a reject with `grounding:
    reject` (`grounding.ungrounded_value`);
-4. execution: every call is re-executed in conversation order through the pipeline's environment
+4. conversation types: every type the scenario requires occurs, by its acceptance rule
+   (fcbench.checks.conversation_types); a missing one is `type_missing.<type>`;
+5. execution: every call is re-executed in conversation order through the pipeline's environment
    (one step at a time, so state an API keeps is carried from call to call); a call must succeed,
-   except those the conversation records as failing (`execution_exception`), which must fail;
-5. reproduction: each response equals the recorded one (tolerance from the pipeline), on every
+   except those the conversation records as failing (`execution_exception`), which must fail; a
+   call an author chose to fail (`chosen_errors`) is not executed and must have answered exactly
+   its chosen error, so the choice is reproduced on every run;
+6. reproduction: each response equals the recorded one (tolerance from the pipeline), on every
    one of `repeat` runs.
 Outputs (atomic, in input order): validated.jsonl, validated.rejects.jsonl, filter.summary.json.
 A killed run leaves the previous files; its re-run redoes the work and writes the same bytes.
@@ -31,9 +35,11 @@ from fcbench.answers import answers_match
 from fcbench.checks.call_format import check_call_format
 from fcbench.config import FilterConfig, PipelineConfig
 from fcbench.stage import VALIDATED
-from fcbench.conversation import (DIALOG_ACTS, META, ConversationError, agent_turns, calls_from_messages,
-                                  conversation_environment, is_conversation)
+from fcbench.checks.conversation_types import missing_types, type_reason
+from fcbench.conversation import (DIALOG_ACTS, META, ConversationError, agent_turns, calls_from_messages, chosen_errors_of,
+                                  conversation_environment, error_response, is_conversation)
 from fcbench.environments import Environment
+from fcbench.environments.chosen import call_step_with_chosen_errors
 from fcbench.errors import UserError
 from fcbench.formats import Rejected, read_samples
 from fcbench.checks.turns import UNGROUNDED, turn_problems
@@ -97,10 +103,20 @@ def static_conversation_verdict(sample: Sample, settings: FilterConfig) -> Verdi
     for problem in problems:  # a call ahead of what the user said, or on a value taken back: wrong gold
         if problem.reason != UNGROUNDED:
             return _reject(sample.id, FilterCategory.FAILED_GROUNDING, problem.reason, problem.describe())
+    labels = {call.label for step in steps for call in step}
+    failed = set(sample.meta.get(META, {}).get("failed_calls") or [])
+    for label in chosen_errors_of(sample):
+        if label not in labels or label not in failed:
+            return _reject(sample.id, FilterCategory.FAILED_FORMAT, "format.chosen_error",
+                           f"{label} is recorded as a chosen error but is not a failing call of the conversation")
     notes = [f"ungrounded value {problem.label}.{problem.parameter}="
              f"{json.dumps(problem.value, ensure_ascii=False)}" for problem in problems]
     if notes and settings.grounding == "reject":
         return _reject(sample.id, FilterCategory.FAILED_GROUNDING, "grounding.ungrounded_value", "; ".join(notes))
+    missing = missing_types(sample)
+    if missing:
+        name, why = missing[0]
+        return _reject(sample.id, FilterCategory.FAILED_TYPE, type_reason(name), f"{name}: {why}")
     return Verdict(sample.id, FilterCategory.PASSED, notes=notes)
 
 
@@ -108,12 +124,19 @@ def execution_conversation_verdict(sample: Sample, environment: Environment, set
                                    verdict: Verdict) -> Verdict:
     """Re-execute every call in order, `repeat` times, against the recorded responses."""
     expected_failures = set(sample.meta.get(META, {}).get("failed_calls") or [])
+    chosen = chosen_errors_of(sample)
     comparison = comparison_of(settings)
     for run in range(settings.repeat):
         session = conversation_environment(environment)  # each run replays the conversation from its start
         for step in sample.calls:
-            outcomes = session.call_step([(call.name, call.arguments) for call in step])
+            outcomes = call_step_with_chosen_errors(session, [(call.name, call.arguments) for call in step],
+                                                    [chosen.get(call.label) for call in step])
             for call, outcome in zip(step, outcomes):
+                if call.label in chosen:  # the author's choice, answered the same way on every run
+                    if call.response != error_response(chosen[call.label]) or outcome.response != call.response:
+                        return _reject(sample.id, FilterCategory.FAILED_REPRODUCTION, "reproduction.chosen_error",
+                                       f"{call.label} ({call.name}) answered {call.response!r}, not its chosen error")
+                    continue
                 if call.label in expected_failures:
                     if outcome.ok:
                         return _reject(sample.id, FilterCategory.FAILED_REPRODUCTION, "reproduction.no_exception",

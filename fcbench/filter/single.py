@@ -229,7 +229,8 @@ def run_filter(items: Iterable[Sample | Rejected], environment: Environment, set
         input=input_name,
         total=len(verdicts),
         counts={category.value: sum(v.category is category for v in verdicts) for category in FilterCategory
-                if category is not FilterCategory.FAILED_SEMANTIC or semantic_check is not None},
+                if (category is not FilterCategory.FAILED_SEMANTIC or semantic_check is not None)
+                and category is not FilterCategory.FAILED_TYPE},  # conversation types: the conversation filter's
         reasons=dict(sorted(Counter(v.reason for v in verdicts if v.reason).items())),
         grounding_reported=sum(1 for v in verdicts if v.kept and v.notes),
         grounding_notes={v.id: v.notes for v in verdicts if v.kept and v.notes},

@@ -103,6 +103,7 @@ class ChatRequest:
     response_format: dict[str, Any] | None = None
     sample_index: int = 0
     prompt_hash: str | None = None
+    stop: tuple[str, ...] = ()  # stop sequences (a ReAct agent stops before writing the observation)
 
 
 @dataclass(frozen=True)
@@ -454,6 +455,8 @@ class LLMClient:
             payload["tool_choice"] = request.tool_choice
         if request.response_format is not None:
             payload["response_format"] = request.response_format
+        if request.stop:
+            payload["stop"] = list(request.stop)
         return payload
 
     def cache_fields(self, request: ChatRequest, attempt: int) -> dict[str, Any]:

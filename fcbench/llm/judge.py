@@ -70,17 +70,21 @@ class LLMJudge(Generic[T]):
     of a run sees what the run saw."""
 
     def __init__(self, client: LLMClient, prompt: PromptFile, read: Callable[[dict[str, Any]], T] | None = None, *,
-                 parse: Callable[[Completion], T] | None = None) -> None:
+                 parse: Callable[[Completion], T] | None = None, json_answer: bool = True) -> None:
         if (read is None) == (parse is None):
             raise ValueError("give the judge `read` (the answer's JSON object) or `parse` (the completion)")
         self.client = client
         self.prompt = prompt
         self._parse = parse or (lambda completion: read(json_object_answer(completion)))  # type: ignore[misc]
         self._verdicts: dict[str, T | JudgeError] = {}
+        # False for a published prompt that asks for another answer shape than a JSON object
+        # (CallNavi's GPT score: "[[0.85]]"): the request then asks for no JSON response format
+        self.json_answer = json_answer
 
     def request(self, question: Mapping[str, str]) -> ChatRequest:
+        response_format = {"type": "json_object"} if self.json_answer else None
         return ChatRequest(messages=[{"role": "user", "content": self.prompt.render(**question)}],
-                           response_format={"type": "json_object"}, prompt_hash=self.prompt.sha256)
+                           response_format=response_format, prompt_hash=self.prompt.sha256)
 
     async def ask_all(self, questions: Sequence[Mapping[str, str]]) -> list[T | JudgeError]:
         keys = [canonical_json(dict(question)) for question in questions]

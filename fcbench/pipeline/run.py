@@ -16,7 +16,8 @@ from fcbench.errors import UserError
 from fcbench.formats import FormatOptions, Rejected, read_samples
 from fcbench.registry import Registry
 from fcbench.sample import Sample
-from fcbench.stage import (CANDIDATES, DRAFTS, FILLED_CANDIDATES, TEMPLATES, VALIDATED, PipelineContext, Read, Stage,
+from fcbench.stage import (CANDIDATES, DRAFTS, FILLED_CANDIDATES, REVIEWED_SCENARIOS, SCENARIOS, TEMPLATES,
+                           VALIDATED, PipelineContext, Read, Stage,
                            StageSummary, annotation_export, build_file, configured_file, filter_input, pipeline_catalog)
 
 
@@ -87,6 +88,9 @@ def _conversation_stage1_reads(pipeline: PipelineConfig) -> tuple[Read, ...]:
         reads.append(_value_pools(pipeline, "conversation.value_pools", conversation.value_pools
                                   or pipeline.stages.stage3.value_pools,
                                   "value pools file (the values the rule-based simulator's users state)"))
+    if conversation is not None and conversation.review.enabled and conversation.review.export_file:
+        reads.append(Read("conversation.review.export_file", pipeline.resolve(conversation.review.export_file),
+                          "Label Studio export of the scenario review"))
     return tuple(reads)
 
 
@@ -118,7 +122,7 @@ SINGLE_STAGES: Registry[Stage] = Registry("stage")
 CONVERSATION_STAGES: Registry[Stage] = Registry("stage")
 
 REPORT = Stage("report", _report_reads, ("report.html", "report.json"), "fcbench.report.page:run")
-EVALUATE = Stage("evaluate", _export_reads, ("eval/<model>/",), "fcbench.evaluate.runner:run", on_demand=True)
+EVALUATE = Stage("evaluate", _export_reads, ("eval/<model>/",), "fcbench.evaluate.protocols:run", on_demand=True)
 
 for _stage in (
     Stage("stage1", _stage1_reads, (DRAFTS,), "generate.stage1.single:run", "stages.stage1", _stage1_llm),
@@ -140,7 +144,7 @@ for _stage in (
 # `kind: conversation` (CONFETTI-style): scenarios and drafted conversations, their authoring and
 # review in Label Studio, the per-conversation filter, and the two turn-level sets.
 for _stage in (
-    Stage("stage1", _conversation_stage1_reads, ("scenarios.jsonl", DRAFTS), "generate.stage1.conversation:run",
+    Stage("stage1", _conversation_stage1_reads, (SCENARIOS, DRAFTS), "fcbench.pipeline.run:conversation_stage1",
           "conversation", _conversation_stage1_llm),
     Stage("stage2", _stage2_reads, (TEMPLATES,), "annotate.stage2.conversation:run_from_export", "stages.stage2"),
     Stage("filter", _filter_reads, (VALIDATED,), "fcbench.filter.conversation:run", "stages.filter"),
@@ -149,9 +153,27 @@ for _stage in (
     Stage("stage2 push", lambda p: (build_file(p, DRAFTS),), (), "annotate.stage2.conversation:push", on_demand=True),
     Stage("stage2 pull", lambda p: (build_file(p, DRAFTS),), (TEMPLATES,), "annotate.stage2.conversation:pull",
           on_demand=True),
+    Stage("scenarios push", lambda p: (build_file(p, SCENARIOS),), (), "annotate.stage1.review:push", on_demand=True),
+    Stage("scenarios pull", lambda p: (), (REVIEWED_SCENARIOS,), "annotate.stage1.review:pull", on_demand=True),
     EVALUATE,
 ):
     CONVERSATION_STAGES.register(_stage.name, _stage)
+
+
+def conversation_stage1(ctx: PipelineContext, settings: Any = None) -> StageSummary:
+    """A conversation pipeline's stage1. When its scenarios are reviewed before drafting and the
+    reviewers' Label Studio export is configured (an unattended run), that export is pulled first
+    (`scenarios pull`), so stage1 drafts the reviewed scenarios."""
+    from annotate.stage1.review import run_scenario_pull
+    from generate.stage1.conversation import run
+
+    review = ctx.config.conversation.review if ctx.config.conversation else None
+    if review is not None and review.enabled and review.export_file:
+        path = ctx.config.resolve(review.export_file)
+        if not path.is_file():
+            raise UserError(f"{path}: no such Label Studio export (conversation.review.export_file)")
+        run_scenario_pull(ctx.config, from_export=path)
+    return run(ctx, settings)
 
 
 def stages_of(pipeline: PipelineConfig) -> Registry[Stage]:
@@ -161,6 +183,21 @@ def stages_of(pipeline: PipelineConfig) -> Registry[Stage]:
 
 def automatic_stages(pipeline: PipelineConfig) -> list[Stage]:
     return [stage for stage in stages_of(pipeline) if not stage.on_demand]
+
+
+def stages_to_run(pipeline: PipelineConfig) -> list[Stage]:
+    """The automatic stages `run` runs: from the first stage the pipeline declares in
+    pipelines.yaml to the report (the later stages run with their defaults when not declared). A
+    pipeline whose data comes in at the filter (nestful-math: the published samples are its
+    candidates, `stages.filter.input`) declares no stage1-3, so none of them runs; a pipeline that
+    declares no stage at all runs every stage. A `kind: conversation` pipeline runs all of its
+    stages (its stage1 is declared by its `conversation:` block)."""
+    stages = automatic_stages(pipeline)
+    if pipeline.kind == "conversation":
+        return stages
+    declared = set(pipeline.declared_stages())
+    first = next((index for index, stage in enumerate(stages) if stage.name in declared), 0)
+    return stages[first:]
 
 
 # ----------------------------------------------------------------------------------- run (all stages)
@@ -176,16 +213,21 @@ class RunResult:
 
 
 def run_pipeline(pipeline: PipelineConfig, offline: bool = False, progress=None, force: bool = False) -> RunResult:
-    """`build-dataset run PIPELINE`: every automatic stage of the pipeline's kind in order: stage1
-    drafts, the annotators' stage2 work read from a Label Studio export, stage3 variants, filter,
+    """`build-dataset run PIPELINE`: the automatic stages of the pipeline's kind in order, from the
+    first it declares (`stages_to_run`): stage1 drafts, the annotators' stage2 work read from a Label Studio export, stage3 variants, filter,
     export, report. Each stage reads the previous stage's file and writes its own, so a stage can
     also be re-run alone."""
     ctx = PipelineContext(pipeline, offline=offline, force=force)
     result = RunResult(pipeline.name, "", "")
-    for stage in automatic_stages(pipeline):
+    for stage in stages_to_run(pipeline):
         if progress is not None:
             progress(stage.name)
         result.stages[stage.name] = stage(ctx, None).as_dict()
+        if stage.name == "stage1" and result.stages["stage1"].get("status") == "awaiting_review":
+            raise UserError(f"pipeline {pipeline.name!r}: its scenarios are reviewed before drafting "
+                            "(conversation.review.enabled); `run` needs the reviewers' work as a Label Studio export "
+                            "(conversation.review.export_file). Otherwise: scenarios push, review, scenarios pull, "
+                            "then run again")
     result.export = result.stages["export"]["outputs"]["export"]
     result.report = result.stages["report"]["outputs"]["report"]
     return result

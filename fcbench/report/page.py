@@ -28,6 +28,7 @@ from fcbench.runtime.progress import counted
 from fcbench.formats import Rejected, read_samples
 from fcbench.jsonl import JsonLine, iter_json_lines, write_json, write_text
 from fcbench.sample import Sample, path_shape
+from fcbench.score.paper_tables import merge_tables
 from fcbench.stats.tables import TABLE_COLUMNS, DatasetStats, compute_stats, hardness_lines, table_rows
 from fcbench.stage import PipelineContext, StageSummary
 
@@ -39,6 +40,7 @@ _STAGE_BY_OUTPUT = {stem: stage for stage, stem in STAGE_OUTPUTS.items()} | {"ex
 # The dataset the report describes is the furthest stage output present.
 DATASET_PREFERENCE = ("validated", "candidates", "templates", "drafts")
 QA_FILE = "stage2.qa.json"
+
 EVAL_DIR = "eval"
 SCORES_FILE = "scores.json"
 EXPORT_DATA_DIR = Path("export") / "data"
@@ -157,9 +159,14 @@ class ReportData:
     evaluations: list[ModelScores]
     problems: list[str] = field(default_factory=list)
     conversations: dict[str, Any] | None = None  # a conversational build: export/statistics.json (Table 2/3)
+    # every evaluation's results in its paper's layout (evaluate --protocol), one table per layout,
+    # a row per model (fcbench.score.paper_tables)
+    paper_tables: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         extra = {"conversations": self.conversations} if self.conversations is not None else {}
+        if self.paper_tables:
+            extra["paper_tables"] = self.paper_tables
         return {
             **extra,
             "title": self.title,
@@ -440,7 +447,8 @@ class _Reader:
         for model_dir in sorted(p for p in eval_dir.iterdir() if p.is_dir()):
             path = model_dir / SCORES_FILE
             if not path.is_file():
-                self.problems.append(f"{self.relative(path)}: missing (evaluation not scored)")
+                if not _protocol_scores(model_dir):  # only other protocols' evaluations: nothing missing
+                    self.problems.append(f"{self.relative(path)}: missing (evaluation not scored)")
                 continue
             ok, document = self.json_document(path)
             if not ok:
@@ -450,6 +458,26 @@ class _Reader:
             if scores is not None:
                 result.append(scores)
         return result
+
+    def paper_tables(self) -> list[dict[str, Any]]:
+        """The tables of every evaluation's scores.json (ComplexEval's in the model folder, the
+        other protocols' one folder down), a layout's rows from several models put together."""
+        eval_dir = self.build_dir / EVAL_DIR
+        if not eval_dir.is_dir():
+            return []
+        found: list[dict[str, Any]] = []
+        for model_dir in sorted(p for p in eval_dir.iterdir() if p.is_dir()):
+            paths = ([model_dir / SCORES_FILE] if (model_dir / SCORES_FILE).is_file() else []) + _protocol_scores(model_dir)
+            for path in paths:
+                ok, document = self.json_document(path)
+                tables = document.get("tables") if ok and isinstance(document, Mapping) else None
+                if tables is None:
+                    continue
+                if not isinstance(tables, list) or not all(_is_paper_table(t) for t in tables):
+                    self.problems.append(f"{self.relative(path)}: `tables` is not a list of paper tables")
+                    continue
+                found.extend(tables)
+        return merge_tables(found)
 
     def splits(self) -> dict[str, int]:
         """Rows per split, read from the Parquet footers (exact whatever the export summary says)."""
@@ -468,6 +496,20 @@ class _Reader:
         return dict(sorted(rows.items()))
 
 
+def _protocol_scores(model_dir: Path) -> list[Path]:
+    """scores.json of the protocols evaluated one folder below a model's (evaluate --protocol)."""
+    return sorted(path / SCORES_FILE for path in model_dir.iterdir() if path.is_dir() and (path / SCORES_FILE).is_file())
+
+
+def _is_paper_table(table: Any) -> bool:
+    return (isinstance(table, Mapping) and isinstance(table.get("columns"), list) and isinstance(table.get("rows"), list)
+            and all(isinstance(c, Mapping) and {"group", "name"} <= set(c) for c in table["columns"])
+            and all(isinstance(r, Mapping) and isinstance(r.get("cells"), list)
+                    and len(r["cells"]) == len(table["columns"]) for r in table["rows"])
+            and isinstance(table.get("title"), str) and isinstance(table.get("protocol"), str)
+            and isinstance(table.get("notes", []), list))
+
+
 def read_build(build_dir: Path, title: str | None = None) -> ReportData:
     """Everything the report shows about one build directory; never raises on a bad stage file."""
     reader = _Reader(build_dir)
@@ -478,12 +520,13 @@ def read_build(build_dir: Path, title: str | None = None) -> ReportData:
     stages = reader.stages()
     corrections = reader.corrections()
     evaluations = reader.evaluations()
+    paper_tables = reader.paper_tables()
     splits = reader.splits()
     statistics = build_dir / "export" / "statistics.json"
     conversations = reader.json_document(statistics)[1] if statistics.is_file() else None
     return ReportData(title or build_dir.parent.name, headline(dataset, stages, evaluations, splits), dataset,
                       corrections, stages, evaluations, reader.problems,
-                      conversations if isinstance(conversations, dict) else None)
+                      conversations if isinstance(conversations, dict) else None, paper_tables)
 
 
 # ------------------------------------------------------------------------------------------ charts
@@ -874,6 +917,29 @@ def _conversations_html(statistics: Mapping[str, Any]) -> str:
     return _table(["", *[name for name, _ in columns]], rows)
 
 
+def _paper_tables_html(tables: Sequence[Mapping[str, Any]]) -> str:
+    """Each table as its paper prints it: a header row of column groups (spanning their columns),
+    a header row of column names, a row per model; then its notes."""
+    parts = []
+    for table in tables:
+        columns = table["columns"]
+        groups: list[tuple[str, int]] = []
+        for column in columns:
+            if groups and groups[-1][0] == column["group"]:
+                groups[-1] = (column["group"], groups[-1][1] + 1)
+            else:
+                groups.append((column["group"], 1))
+        group_row = "".join(f'<th class="n" colspan="{span}">{_e(group)}</th>' for group, span in groups) \
+            if any(group for group, _ in groups) else ""
+        head = (f'<tr><th rowspan="2">model</th>{group_row}</tr><tr>' if group_row else "<tr><th>model</th>") + \
+            "".join(f'<th class="n">{_e(c["name"])}</th>' for c in columns) + "</tr>"
+        body = "".join("<tr><td>" + _e(row.get("model", "?")) + "</td>" + "".join(
+            f'<td class="n">{_e(cell)}</td>' for cell in row["cells"]) + "</tr>" for row in table["rows"])
+        notes = "".join(f'<p class="note">{_e(note)}</p>' for note in table.get("notes", []))
+        parts.append(f"<h3>{_e(table['title'])}</h3><table><thead>{head}</thead><tbody>{body}</tbody></table>{notes}")
+    return "".join(parts)
+
+
 def render_html(report: ReportData, charts: Sequence[Chart]) -> str:
     by_section = {name: [c for c in charts if c.section == name] for name in SECTIONS}
     bodies = {
@@ -886,6 +952,10 @@ def render_html(report: ReportData, charts: Sequence[Chart]) -> str:
     }
     sections = "".join(f'<section id="{key}"><h2>{_e(title)}</h2>{bodies[key]}</section>'
                        for key, title in SECTIONS.items())
+    if report.paper_tables:  # after the evaluations, before the problems
+        papers = (f'<section id="papers"><h2>Results in the papers\' layouts</h2>'
+                  f"{_paper_tables_html(report.paper_tables)}</section>")
+        sections = sections.replace('<section id="problems">', papers + '<section id="problems">', 1)
     if report.conversations:
         sections = (f'<section id="conversations"><h2>Conversations (CONFETTI Table 2/3)</h2>'
                     f"{_conversations_html(report.conversations)}</section>") + sections

@@ -30,6 +30,15 @@ bench/README.md, "ComplexEval: compat vs default mode"):
   the end-of-run clean-up removes free location searches still in the golden list, removing from
   the list it iterates (so the item after each removed one is skipped: defect followed), and the
   sample succeeds only when the golden path is exhausted.
+- A gold sample WITHOUT a final assistant text (its conversation ends with the last observation):
+  the reference never reads that turn in its call loop (`init_golden` keeps only the call and
+  observation turns; `return_result` decides from the golden list alone), so it counts the sample
+  a success when every required call matched. A saved trajectory of such a sample that simply
+  ends after its calls (no final turn recorded at all, as when the gold itself is replayed, or a
+  result whose last message carried no text) is therefore settled from the golden list as the
+  reference's `return_result` would settle it, not as a silent stop; an explicit `None` final
+  turn (the model answered with neither calls nor text) stays the reference's `unknown_error`.
+  Such items say `settled_without_final_text: true`.
 - An unknown function name or arguments that are not a JSON object end the sample
   (`decode_error`); calls after the golden list is empty are `func_hallucination`; a model that
   stops without text is the reference's `unknown_error` (it drops such samples: we keep them, as
@@ -426,6 +435,17 @@ class CompatSession:
         if final_text is None:  # the reference gets no message and drops the sample
             self._finish({"error_type": "unknown_error", "content": "the model stopped without text"})
             return
+        self._return_result()
+
+    def settle_without_final_text(self) -> None:
+        """The trajectory ended after its calls with no final turn, on a gold sample that has no
+        final assistant text either: the reference's `return_result` from the golden list."""
+        if self.finished:
+            raise RuntimeError(f"session of sample {self.sample.id!r} has already ended")
+        self.final_text = None
+        self._return_result()
+
+    def _return_result(self) -> None:
         if self.last_errors:
             self._finish(self.last_errors)
             return
@@ -531,6 +551,7 @@ class CompatVerdict:
     crash: str | None = None
     context: str = ""  # everything the model saw (for the final-answer judges)
     remaining: list[str] = field(default_factory=list)  # golden calls left at the end, by name
+    settled_without_final_text: bool = False  # see the module docstring
 
     def to_json(self, completeness: Any, correctness: Any) -> dict[str, Any]:
         return {
@@ -545,6 +566,7 @@ class CompatVerdict:
             "correctness": correctness,
             "paid_layer_pairs": self.paid_layer_pairs,
             "crash": self.crash,
+            "settled_without_final_text": self.settled_without_final_text,
             "calls": [call.to_json() for turn in self.turns for call in turn],
         }
 
@@ -557,6 +579,7 @@ def run_compat_trajectory(sample: Sample, turns: Sequence[Any], options: CompatO
         return CompatVerdict(sample.id, domain_name(sample), False, 0, 0, "crash",
                              "a sample without gold calls (the reference raises)", 0, [], None, "no gold calls")
     session = CompatSession(sample, options)
+    settled = False
     try:
         for turn in turns:
             if session.finished:
@@ -566,13 +589,25 @@ def run_compat_trajectory(sample: Sample, turns: Sequence[Any], options: CompatO
             else:
                 session.respond(list(turn))
         if not session.finished:
-            session.stop(None)
+            settled = not gold_has_final_text(sample) and bool(session.turns)
+            if settled:
+                session.settle_without_final_text()
+            else:
+                session.stop(None)
     except CompatCrash as exc:
         return CompatVerdict(sample.id, domain_name(sample), False, n_gold, session.correct_calls, "crash", str(exc),
                              session.paid_layer_pairs, session.turns, None, str(exc), session.context_text())
     return CompatVerdict(sample.id, domain_name(sample), session.success, n_gold, session.correct_calls,
                          session.error_type, session.error_detail, session.paid_layer_pairs, session.turns,
-                         session.final_text, None, session.context_text(), [c["name"] for c in session.golden])
+                         session.final_text, None, session.context_text(), [c["name"] for c in session.golden],
+                         settled_without_final_text=settled)
+
+
+def gold_has_final_text(sample: Sample) -> bool:
+    """Whether the gold conversation ends with an assistant text (ComplexFuncBench's reader keeps
+    it as `meta["complexfuncbench"]["final_response"]`; samples of other sources have none)."""
+    meta = sample.meta.get("complexfuncbench")
+    return isinstance(meta, dict) and bool(meta.get("final_response"))
 
 
 def score_compat(

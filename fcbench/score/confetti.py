@@ -15,10 +15,18 @@ accuracy and the parameter validity rate (pure: parsed data in, report out).
   no predicted call scores 1. AST soft accuracy = mean chain score over scored turns.
 - Dialog-act accuracy: a turn is right when ANY predicted act is among the gold acts. Acts come
   from the prediction's `dialog_acts`, or from a pluggable classifier of its `response` text.
-- Parameter validity rate: valid predicted argument values / all predicted argument values,
-  validity decided by a pluggable judge; rule-based default: an accepted gold value for that
-  parameter (annotators took gold values from the conversation), or a value found in the
-  conversation text given for the turn.
+- Parameter validity rate: valid predicted argument values / judged argument values, where only
+  the calls whose FUNCTION NAME is right (a function the turn's gold calls) are judged (CONFETTI:
+  the rate measures hallucinated values, and a value passed to the wrong function is already an
+  AST error; counting it again would punish one mistake twice). Validity is decided by a
+  pluggable judge; rule-based default: an accepted gold value for that parameter (annotators
+  took gold values from the conversation), or a value found in the conversation text given for
+  the turn. Items say how many calls were judged and how many were left out for their name.
+- Breakdowns (the paper reports AST soft accuracy by number of available APIs, by conversation
+  length and by chain length): each item carries `n_apis` (tools offered in the turn) and
+  `history_turns` (user and agent messages before the evaluated turn; tool results are not
+  turns); `summarise` bins them (`API_COUNT_BINS`, `TURN_COUNT_BINS`: the paper's bin edges are
+  not published, these are fcbench's, said in the output).
 
 A classifier or judge that cannot decide (an LLM whose answer could not be read) raises
 `JudgeError`: the part of the item it was asked about becomes a `judge_error` with the reason, is
@@ -280,6 +288,9 @@ class ConfettiOptions:
     text_similarity: TextSimilarity = fuzzy_text_similarity
     act_classifier: DialogActClassifier = naive_dialog_act_classifier
     validity_judge: ValidityJudge = grounded_parameter
+    # False for the response-quality set: a line's calls are shown to the act classifier (calling
+    # is one of the acts) but not scored for AST or validity (the function-calling set does that)
+    score_calls: bool = True
 
 
 @metric("confetti", llm_judged=True)
@@ -340,7 +351,8 @@ def _missing_item(sample: Sample, parts: GradedParts) -> dict[str, Any]:
     """A gold turn no line answers: wrong on every part the file is graded on."""
     item: dict[str, Any] = {"id": sample.id, "error": "missing_prediction"}
     if parts.ast:
-        item.update(ast_soft=0.0, exact=False, chain_length=len(sample.all_calls()))
+        item.update(ast_soft=0.0, exact=False, chain_length=len(sample.all_calls()), n_apis=len(sample.tools),
+                    history_turns=history_turns(sample))  # counted wrong in its breakdown bins too
     if parts.dialog_acts and sample.dialog_acts is not None:
         item.update(predicted_acts=[], acts_from="missing", gold_acts=list(sample.dialog_acts), dialog_act_match=False)
     return item
@@ -387,11 +399,12 @@ def score_line(sample: Sample, line: Mapping[str, Any], options: ConfettiOptions
             malformed = str(exc)
     if malformed is not None:  # wrong on AST; its text may still be graded on dialog acts
         item.update(error="malformed_result", detail=malformed, ast_soft=0.0, exact=False,
-                    chain_length=len(sample.all_calls()))
-    elif parts.ast:
+                    chain_length=len(sample.all_calls()), n_apis=len(sample.tools), history_turns=history_turns(sample))
+    elif parts.ast and options.score_calls:
         gold = sample.all_calls()
         chain = chain_score(calls, gold, sample.acceptable, options.text_similarity)
         item.update(ast_soft=chain.score, exact=chain.score == 1.0, chain_length=len(gold),
+                    n_apis=len(sample.tools), history_turns=history_turns(sample),
                     actions=[action.to_json() for action in chain.actions])
         try:
             item.update(_validity(sample, calls, options.validity_judge, context, history))
@@ -426,11 +439,14 @@ def _acts_source(line: Mapping[str, Any]) -> str:
 
 def _validity(sample: Sample, calls: list[PredictedCall], judge: ValidityJudge, context: str,
               history: str) -> dict[str, Any]:
-    """Every predicted value judged; one value without a verdict makes the whole item's validity
-    a judge error (a rate over the values that happened to be judged would be biased)."""
+    """Every value of every call with a right function name judged; one value without a verdict
+    makes the whole item's validity a judge error (a rate over the values that happened to be
+    judged would be biased)."""
     accepted = accepted_values(sample)
+    gold_names = {call.name for call in sample.all_calls()}
     invalid, total, undecided = [], 0, []
-    for call in calls:
+    judged_calls = [call for call in calls if call.name in gold_names]
+    for call in judged_calls:
         for param, value in call.arguments.items():
             total += 1
             use = ParameterUse(call.name, param, value, context, accepted.get((call.name, param), []), history)
@@ -441,7 +457,38 @@ def _validity(sample: Sample, calls: list[PredictedCall], judge: ValidityJudge, 
                 undecided.append(f"{call.name}.{param}: {exc.reason}")
     if undecided:
         raise JudgeError("; ".join(undecided))
-    return {"parameters_total": total, "parameters_valid": total - len(invalid), "invalid_parameters": invalid}
+    return {"parameters_total": total, "parameters_valid": total - len(invalid), "invalid_parameters": invalid,
+            "validity_calls_judged": len(judged_calls), "validity_calls_wrong_name": len(calls) - len(judged_calls)}
+
+
+def history_turns(sample: Sample) -> int:
+    """User and agent messages before the evaluated turn (tool results are not turns; an agent
+    message carrying only calls is one agent turn)."""
+    return sum(message.get("role") in ("user", "assistant") for message in sample.messages)
+
+
+# Bins of the breakdowns: (label, lowest, highest or None). CONFETTI does not publish its bin
+# edges; these are fcbench's (its dialogs offer up to 20+ APIs and run ~9 turns on average).
+API_COUNT_BINS = (("1-5", 1, 5), ("6-10", 6, 10), ("11-20", 11, 20), ("21+", 21, None))
+TURN_COUNT_BINS = (("1-4", 1, 4), ("5-8", 5, 8), ("9-12", 9, 12), ("13+", 13, None))
+CHAIN_LENGTH_BINS = (("1", 1, 1), ("2", 2, 2), ("3", 3, 3), ("4+", 4, None))
+NONE_GIVEN = "0 (none given)"  # a file without history or tools (the published possible-answer files)
+
+
+def bin_label(value: int, bins: Sequence[tuple[str, int, int | None]]) -> str:
+    for label, low, high in bins:
+        if value >= low and (high is None or value <= high):
+            return label
+    return NONE_GIVEN if value < bins[0][1] else bins[-1][0]
+
+
+def breakdown(items: Sequence[Mapping[str, Any]], key: str, bins: Sequence[tuple[str, int, int | None]]) -> dict[str, Any]:
+    """AST soft accuracy per bin of `item[key]`, every bin listed (n 0: accuracy None)."""
+    groups: dict[str, list[float]] = {label: [] for label, _, _ in bins}
+    for item in items:
+        if "ast_soft" in item and isinstance(item.get(key), int):
+            groups.setdefault(bin_label(item[key], bins), []).append(item["ast_soft"])
+    return {label: {"n": len(scores), "ast_soft_accuracy": _mean(scores)} for label, scores in groups.items()}
 
 
 def summarise(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -460,9 +507,16 @@ def summarise(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             length: {"n": len(scores), "ast_soft_accuracy": _mean(scores)}
             for length, scores in sorted(by_length.items(), key=lambda kv: int(kv[0]))
         },
+        "by_api_count": breakdown(scored, "n_apis", API_COUNT_BINS),
+        "by_turn_count": breakdown(scored, "history_turns", TURN_COUNT_BINS),
+        "by_chain_bin": breakdown(scored, "chain_length", CHAIN_LENGTH_BINS),
+        "bins": {"by_api_count": "tools offered in the turn", "by_turn_count": "user and agent messages before "
+                 "the evaluated turn", "edges": "fcbench's (CONFETTI does not publish its bin edges)"},
         "n_dialog_acts": len(acts),
         "dialog_act_accuracy": _mean(float(item["dialog_act_match"]) for item in acts),
         "n_parameters": total_parameters,
+        "n_validity_calls": sum(item.get("validity_calls_judged", 0) for item in items),
+        "n_validity_calls_wrong_name": sum(item.get("validity_calls_wrong_name", 0) for item in items),
         "parameter_validity_rate": (
             sum(item.get("parameters_valid", 0) for item in items) / total_parameters if total_parameters else None
         ),

@@ -4,6 +4,11 @@ conversation for each.
 1. Scenarios (`generate.stage1.scenarios`): API subsets and complexities sampled to the distribution
    declared under `conversation:` in pipelines.yaml, a reference time and a minimum number of user
    turns; described by the LLM, or offline from templates.
+   With `conversation.review.enabled`, stage1 stops after writing the scenarios until people have
+   reviewed them (`build-dataset scenarios push|pull`, annotate/stage1): then it drafts only the
+   scenarios the reviewers accepted or edited, as they left them (an LLM does not rewrite a
+   reviewed description); one rejected in review is a `rejected_in_review` reject, one reviewed
+   as another sampling gave it a `stale_review` reject, one not reviewed yet waits (counted).
 2. Drafts: offline, the rule-based simulator (`generate.stage1.simulator`) plays each
    scenario against the environment; with an LLM, an LLM user simulator and an LLM agent
    (`generate.stage1.conversation_llm`) talk, the agent calling the APIs by function calling against the
@@ -24,8 +29,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from fcbench.config import PipelineConfig
-from fcbench.stage import DRAFTS, pipeline_catalog
-from fcbench.conversation import Scenario, conversation_sample, conversation_stats, scenario_of, user_turns
+from fcbench.stage import DRAFTS, REVIEWED_SCENARIOS, SCENARIOS, pipeline_catalog, read_reviewed_scenarios
+from fcbench.conversation import (Scenario, conversation_sample, conversation_stats, scenario_hash, scenario_of,
+                                  user_turns)
 from fcbench.environments import Environment
 from fcbench.errors import ItemRejected, UserError
 from fcbench.jsonl import write_json, write_json_lines
@@ -33,6 +39,7 @@ from fcbench.llm.prompts import PromptFile
 from fcbench.runtime.output_guard import guard_output
 from fcbench.runtime.progress import StageProgress
 from fcbench.sample import Provenance, Sample, Tool, sample_to_dict
+from fcbench.checks.conversation_types import missing_types, type_reason
 from fcbench.checks.validate import validate_record
 from generate.common import value_pools_path
 from generate.stage1.simulator import plan_for, simulate
@@ -41,7 +48,6 @@ from generate.stage1.scenarios import offered_tools, sample_scenarios
 from generate.slots import ValuePools, load_value_pools
 from fcbench.stage import PipelineContext, StageSummary
 
-SCENARIOS = "scenarios.jsonl"
 RULE_BASED = "rule-based-simulator"
 ATTEMPTS = 12  # offline plans tried per scenario (a plan may lack the value a complexity needs)
 
@@ -101,10 +107,15 @@ def run_conversation_stage1(pipeline: PipelineConfig, offline: bool = False, env
         from fcbench.environments.from_config import open_environment
 
         with open_environment(pipeline, []) as opened:
-            result = _draft_all(pipeline, scenarios, tools, graph, pools, opened, use_llm)
+            result = _stage1(pipeline, scenarios, tools, graph, pools, opened, use_llm)
     else:
-        result = _draft_all(pipeline, scenarios, tools, graph, pools, environment, use_llm)
+        result = _stage1(pipeline, scenarios, tools, graph, pools, environment, use_llm)
     paths = ConversationStage1Paths.in_dir(pipeline.build_dir)
+    if result.summary.get("status") == "awaiting_review":  # the scenarios only: nothing is drafted yet
+        write_json_lines(paths.scenarios, (scenario.model_dump(mode="json") for scenario in result.scenarios))
+        result.summary["outputs"] = {"scenarios": str(paths.scenarios), "summary": str(paths.summary)}
+        write_json(paths.summary, result.summary, indent=2)
+        return result
     guarded = guard_output(paths.drafts, len(result.drafts), force=force, min_share=pipeline.min_output_share)
     write_json_lines(guarded.path(paths.scenarios), (scenario.model_dump(mode="json") for scenario in result.scenarios))
     write_json_lines(guarded.path(paths.drafts), (sample_to_dict(draft) for draft in result.drafts))
@@ -117,12 +128,79 @@ def run_conversation_stage1(pipeline: PipelineConfig, offline: bool = False, env
     return result
 
 
+def _stage1(pipeline: PipelineConfig, scenarios: list[Scenario], tools: list[Tool], graph: Any, pools: ValuePools,
+            environment: Environment, use_llm: bool) -> ConversationStage1Result:
+    settings = pipeline.conversation
+    assert settings is not None
+    if not settings.review.enabled:
+        return _draft_all(pipeline, scenarios, tools, graph, pools, environment, use_llm)
+    sampled: list[Scenario] = []
+    rejects: list[dict[str, Any]] = []
+    llm_summary = None
+    if use_llm:  # reviewers read the LLM's scenario texts (cached: drafting would ask the same)
+        from generate.stage1.conversation_llm import describe_with_llm
+
+        described, llm_summary = describe_with_llm(pipeline, scenarios, tools, environment)
+        for scenario, outcome in zip(scenarios, described):
+            if isinstance(outcome, Scenario):
+                sampled.append(outcome)
+            else:
+                rejects.append(outcome)
+    else:
+        sampled = list(scenarios)
+    reviewed = read_reviewed_scenarios(pipeline.build_dir / REVIEWED_SCENARIOS)
+    if reviewed is None:
+        summary = {"pipeline": pipeline.name, "kind": "conversation", "mode": "llm" if use_llm else "offline",
+                   "generator": "scenario review", "seed": pipeline.seed, "status": "awaiting_review",
+                   "counts": {"scenarios": len(scenarios), "awaiting_review": len(sampled), "drafts": 0,
+                              "rejected": len(rejects)},
+                   "reasons": dict(sorted(Counter(reject["reason"] for reject in rejects).items())),
+                   "messages": [f"{len(sampled)} scenarios await review (conversation.review.enabled): "
+                                f"build-dataset scenarios push {pipeline.name}, review them in Label Studio, "
+                                f"build-dataset scenarios pull {pipeline.name}, then stage1 again"],
+                   "llm": llm_summary}
+        return ConversationStage1Result(sampled, [], rejects, summary)
+    by_id = {item.scenario.id: item for item in reviewed}
+    approved: list[Scenario] = []
+    awaiting = 0
+    for scenario in sampled:
+        item = by_id.get(scenario.id)
+        if item is None:
+            awaiting += 1
+        elif item.review.sampled_hash != scenario_hash(scenario):
+            rejects.append({"id": scenario.id, "reason": "stage1.stale_review",
+                            "detail": "the review was made on another sampling of this scenario (the pipeline's "
+                                      "settings changed): push the scenarios again",
+                            "scenario": scenario.model_dump(mode="json")})
+        elif item.review.verdict == "reject":
+            rejects.append({"id": scenario.id, "reason": "stage1.rejected_in_review",
+                            "detail": item.review.notes or "the reviewer rejected the scenario",
+                            "scenario": scenario.model_dump(mode="json"), "review": item.review.model_dump(mode="json")})
+        else:
+            approved.append(item.scenario)
+    result = _draft_all(pipeline, approved, tools, graph, pools, environment, use_llm, described=True)
+    order = {scenario.id: index for index, scenario in enumerate(scenarios)}  # rejects in the order sampled
+    result.rejects = sorted([*rejects, *result.rejects], key=lambda reject: order.get(reject["id"], len(order)))
+    result.scenarios = sampled
+    result.summary["counts"] = {"scenarios": len(scenarios), "reviewed": len(approved), "awaiting_review": awaiting,
+                                "drafts": len(result.drafts), "rejected": len(result.rejects)}
+    result.summary["reasons"] = dict(sorted(Counter(reject["reason"] for reject in result.rejects).items()))
+    result.summary["review"] = {"file": str(pipeline.build_dir / REVIEWED_SCENARIOS),
+                                "edited": sorted(item.scenario.id for item in reviewed if item.review.changed)}
+    if llm_summary is not None and result.summary.get("llm") is None:
+        result.summary["llm"] = llm_summary
+    if awaiting:
+        result.summary["messages"] = [f"{awaiting} scenarios are not reviewed yet: they are drafted once a pull "
+                                      "brings their review"]
+    return result
+
+
 def _draft_all(pipeline: PipelineConfig, scenarios: list[Scenario], tools: list[Tool], graph: Any, pools: ValuePools,
-               environment: Environment, use_llm: bool) -> ConversationStage1Result:
+               environment: Environment, use_llm: bool, described: bool = False) -> ConversationStage1Result:
     if use_llm:
         from generate.stage1.conversation_llm import draft_with_llm
 
-        outcomes, llm_summary, generator = draft_with_llm(pipeline, scenarios, tools, environment)
+        outcomes, llm_summary, generator = draft_with_llm(pipeline, scenarios, tools, environment, described)
     else:
         outcomes, llm_summary, generator = _draft_offline(pipeline, scenarios, tools, graph, pools, environment), None, RULE_BASED
     if use_llm:  # scenarios.jsonl holds what the LLM wrote for each scenario (where it got that far)
@@ -142,6 +220,10 @@ def _draft_all(pipeline: PipelineConfig, scenarios: list[Scenario], tools: list[
             elif turns < scenario.min_turns:
                 rejects.append({"id": scenario.id, "reason": "stage1.too_few_turns",
                                 "detail": f"{turns} user turns, the scenario asks for at least {scenario.min_turns}",
+                                "sample": sample_to_dict(outcome)})
+            elif missing := missing_types(outcome):  # the type asked for must occur (its acceptance rule)
+                name, why = missing[0]
+                rejects.append({"id": scenario.id, "reason": f"stage1.{type_reason(name)}", "detail": why,
                                 "sample": sample_to_dict(outcome)})
             else:
                 drafts.append(outcome)
@@ -181,12 +263,20 @@ def _draft_one_offline(pipeline: PipelineConfig, scenario: Scenario, tools: list
     failures: Counter[str] = Counter()
     outcome: Sample | dict[str, Any] | None = None
     last = ItemRejected("no_executable_plan", "no attempt")
+    max_steps = pipeline.stages.stage1.max_steps
     for attempt in range(ATTEMPTS):
         seed = f"{pipeline.seed}:conversation:{scenario.id}:{attempt}"
         try:
-            plan = plan_for(scenario, graph, pools, phrases, environment, offered, seed,
-                            pipeline.stages.stage1.max_steps)
-            drafted = simulate(scenario, plan, environment, seed, settings.max_turns)
+            if "goal_switching" in scenario.complexities and len(scenario.required_apis) >= 2:
+                # one plan per goal: the one dropped, then the one switched to
+                first = scenario.model_copy(update={"required_apis": scenario.required_apis[:1]})
+                second = scenario.model_copy(update={"required_apis": scenario.required_apis[-1:]})
+                plan = plan_for(first, graph, pools, phrases, environment, offered, seed, max_steps)
+                switch_to = plan_for(second, graph, pools, phrases, environment, offered, f"{seed}:switch", max_steps)
+            else:
+                plan, switch_to = plan_for(scenario, graph, pools, phrases, environment, offered, seed, max_steps), None
+            drafted = simulate(scenario, plan, environment, seed, settings.max_turns, switch_to=switch_to,
+                               offered=offered)
         except ItemRejected as exc:
             failures[exc.reason] += 1
             last = exc
@@ -197,7 +287,8 @@ def _draft_one_offline(pipeline: PipelineConfig, scenario: Scenario, tools: list
                                 prompt_hash=phrases_file.sha256, seed=pipeline.seed,
                                 sampled_tools=[tool.name for tool in offered])
         outcome = conversation_sample(scenario.id, scenario, drafted.messages, offered, provenance,
-                                      drafted.failed_calls, {"attempts": attempt + 1, "plan_query": drafted.plan_query})
+                                      drafted.failed_calls, {"attempts": attempt + 1, "plan_query": drafted.plan_query},
+                                      chosen_errors=drafted.chosen_errors)
         break
     if outcome is None:
         outcome = {"id": scenario.id, "reason": f"stage1.{last.reason}", "detail": last.detail,

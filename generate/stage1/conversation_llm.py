@@ -12,8 +12,11 @@ short silently, when:
 - an LLM request fails (unreachable after retries): `llm_failed`;
 - the environment cannot answer a call at all (a timeout, no usable simulated answer):
   `environment_failed` (an API that refuses a call is kept: that is an execution exception).
-The agent's turns get draft dialog acts from what they do (calls: function call; a question: seek
-information; otherwise provide information): annotators correct them in stage2.
+The agent's turns get draft dialog acts from what they do (calls: function call; a sentence that
+refuses: reject; a question: seek information; any other sentence: provide information):
+annotators correct them in stage2. A failed_conversation scenario's goal calls (its required
+APIs) are chosen to fail, as an author would choose (`fcbench.environments.chosen`): they answer
+the service's outage unexecuted, and the conversation records the choice (`chosen_errors`).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from fcbench.catalog.openai import openai_tool_param
 from fcbench.config import PipelineConfig
 from fcbench.conversation import Scenario, conversation_environment, conversation_sample, tool_call, tool_result
 from fcbench.environments import Environment, ErrorReason
+from fcbench.environments.chosen import call_step_with_chosen_errors
 from fcbench.llm.client import json_object_answer
 from fcbench.llm.prompts import PromptFile
 from fcbench.sample import Provenance, Sample, Tool
@@ -39,6 +43,13 @@ from generate.stage1.scenarios import COMPLEXITY_TEXT, offered_tools
 SCENARIO_PROMPT = PROMPTS / "conversation_scenario.txt"
 USER_PROMPT = PROMPTS / "conversation_user.txt"
 AGENT_PROMPT = PROMPTS / "conversation_agent.txt"
+# The error a failed_conversation's goal calls answer (the author's choice: the service is down).
+SERVICE_DOWN = "The service is temporarily unavailable. Please try again later."
+# An agent sentence that turns the request down (draft act: agent_reject_request).
+_REFUSAL = re.compile(r"\b(i\s*(?:am|'m)\s+(?:sorry|afraid)[^.?!]*\b(?:can(?:no|')t|unable|not able)|i\s+(?:can(?:no|')t|am\s+"
+                      r"unable\s+to|am\s+not\s+able\s+to)\s+(?:help|do|book|assist|provide|make|reserve|buy|check)|"
+                      r"(?:is|are)\s+not\s+(?:supported|something\s+i\s+can))", re.IGNORECASE)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 # A user simulator writing the assistant's part (or narrating) has left its role.
 _OUT_OF_ROLE = re.compile(r"^\s*(assistant|agent|system)\s*:|\bas an ai\b|\btool_call", re.IGNORECASE)
 
@@ -66,9 +77,15 @@ def parse_user_turn(completion: Any) -> tuple[str, bool]:
 
 
 def draft_acts(text: str | None, calls: bool) -> list[str]:
+    """Draft dialog acts of an agent turn from its calls and its sentences (annotators correct them)."""
     acts = ["agent_function_calling"] if calls else []
-    if text and text.strip():
-        acts.append("agent_seek_information" if text.strip().endswith("?") else "agent_inform_user")
+    sentences = [part for part in _SENTENCE.split(text.strip()) if part] if text and text.strip() else []
+    if any(_REFUSAL.search(sentence) for sentence in sentences):
+        acts.append("agent_reject_request")
+    elif any(not sentence.endswith("?") for sentence in sentences):
+        acts.append("agent_inform_user")
+    if any(sentence.endswith("?") for sentence in sentences):
+        acts.append("agent_seek_information")
     return acts or ["agent_other"]
 
 
@@ -79,11 +96,15 @@ class ConversationDrafter:
     environment: Environment
     prompts: tuple[PromptFile, PromptFile, PromptFile]  # scenario, user, agent
 
-    async def draft(self, index: int, scenario: Scenario, catalog: Sequence[Tool]) -> Sample | dict[str, Any]:
+    async def draft(self, index: int, scenario: Scenario, catalog: Sequence[Tool],
+                    described: bool = False) -> Sample | dict[str, Any]:
+        """One conversation; `described`: the scenario's text is final (a reviewer's), not rewritten."""
         offered = offered_tools(scenario, catalog)
+        chosen: dict[str, str] = {}
         try:
-            scenario = scenario.model_copy(update={"description": await self._describe(index, scenario, offered)})
-            messages, failed = await self._talk(index, scenario, offered)
+            if not described:
+                scenario = scenario.model_copy(update={"description": await self._describe(index, scenario, offered)})
+            messages, failed = await self._talk(index, scenario, offered, chosen)
         except ItemRejected as reject:
             record: dict[str, Any] = {"id": scenario.id, "reason": f"stage1.{reject.reason}", "detail": reject.detail,
                                       "scenario": scenario.model_dump(mode="json")}
@@ -96,7 +117,7 @@ class ConversationDrafter:
                                 sampled_tools=[tool.name for tool in offered])
         return conversation_sample(scenario.id, scenario, messages, offered, provenance, failed,
                                    {"prompts": {p.shown_as: p.sha256 for p in self.prompts},
-                                    "llm": self.client.provenance()})
+                                    "llm": self.client.provenance()}, chosen_errors=chosen)
 
     async def _describe(self, index: int, scenario: Scenario, offered: Sequence[Tool]) -> str:
         from fcbench.llm.client import ChatRequest, LLMRejection
@@ -136,7 +157,7 @@ class ConversationDrafter:
         return outcome.parsed
 
     async def _agent_turn(self, index: int, scenario: Scenario, offered: Sequence[Tool], messages: list[dict[str, Any]],
-                          labels: list[int], failed: list[str], environment: Environment) -> None:
+                          labels: list[int], failed: list[str], environment: Environment, chosen: dict[str, str]) -> None:
         """The agent's turn: steps of tool calls (executed) until it answers in text."""
         from fcbench.llm.client import ChatRequest, LLMRejection
 
@@ -177,7 +198,11 @@ class ConversationDrafter:
                     raise ItemRejected("off_script", f"the agent's arguments for {call.name} are not an object", completion.raw_text)
                 labels[0] += 1
                 planned.append((f"var_{labels[0]}", call.name, arguments))
-            outcomes = environment.call_step([(name, arguments) for _, name, arguments in planned])
+            down = set(scenario.required_apis) if "failed_conversation" in scenario.complexities else set()
+            choices = [SERVICE_DOWN if name in down else None for _, name, _ in planned]
+            outcomes = call_step_with_chosen_errors(environment, [(name, arguments) for _, name, arguments in planned],
+                                                    choices)
+            chosen.update((label, message) for (label, _, _), message in zip(planned, choices) if message is not None)
             for (label, name, _), result in zip(planned, outcomes):
                 # an API that refuses a call is part of the conversation (execution_exception); an
                 # environment that could not answer at all (timeout, no usable simulated answer) is not
@@ -193,7 +218,8 @@ class ConversationDrafter:
                                             {"error": result.error or "the call failed"}))
             made_calls = True
 
-    async def _talk(self, index: int, scenario: Scenario, offered: Sequence[Tool]) -> tuple[list[dict[str, Any]], list[str]]:
+    async def _talk(self, index: int, scenario: Scenario, offered: Sequence[Tool],
+                    chosen: dict[str, str]) -> tuple[list[dict[str, Any]], list[str]]:
         messages: list[dict[str, Any]] = []
         failed: list[str] = []
         labels = [0]
@@ -208,11 +234,49 @@ class ConversationDrafter:
                 raise ItemRejected("turn_cap", f"the user simulator was still talking after {cap} user turns "
                                           f"(conversation.max_turns)", text)
             messages.append({"role": "user", "content": text})
-            await self._agent_turn(index, scenario, offered, messages, labels, failed, environment)
+            await self._agent_turn(index, scenario, offered, messages, labels, failed, environment, chosen)
+
+
+def describe_with_llm(pipeline: PipelineConfig, scenarios: Sequence[Scenario], tools: list[Tool],
+                      environment: Environment) -> tuple[list[Scenario | dict[str, Any]], dict[str, Any]]:
+    """The LLM's text for each scenario, before it is reviewed (the same requests drafting would
+    send, from the same cache); a scenario the writer could not describe is a reject record."""
+    from fcbench.llm.cache import LLM_CACHE_FILE, RequestCache
+    from fcbench.llm.client import LLMClient
+
+    assert pipeline.llm is not None
+    base = pipeline.resolve(".")
+    prompts = (PromptFile.load(SCENARIO_PROMPT, base), PromptFile.load(USER_PROMPT, base), PromptFile.load(AGENT_PROMPT, base))
+
+    async def describe_one(drafter: ConversationDrafter, index: int, scenario: Scenario) -> Scenario | dict[str, Any]:
+        try:
+            text = await drafter._describe(index, scenario, offered_tools(scenario, tools))
+        except ItemRejected as reject:
+            record: dict[str, Any] = {"id": scenario.id, "reason": f"stage1.{reject.reason}", "detail": reject.detail,
+                                      "scenario": scenario.model_dump(mode="json")}
+            if reject.raw is not None:
+                record["raw"] = reject.raw
+            return record
+        return scenario.model_copy(update={"description": text})
+
+    async def run_all() -> tuple[list[Scenario | dict[str, Any]], dict[str, Any]]:
+        cache = RequestCache(pipeline.build_dir / LLM_CACHE_FILE)
+        try:
+            async with LLMClient(pipeline.llm, cache, jitter_seed=pipeline.seed) as client:
+                drafter = ConversationDrafter(pipeline, client, environment, prompts)
+                with StageProgress("stage1 scenarios", len(scenarios)) as progress:
+                    results = await asyncio.gather(*(progress_of(describe_one(drafter, index, scenario), progress)
+                                                     for index, scenario in enumerate(scenarios)))
+                return list(results), client.summary()
+        finally:
+            cache.close()
+
+    return asyncio.run(run_all())
 
 
 def draft_with_llm(pipeline: PipelineConfig, scenarios: Sequence[Scenario], tools: list[Tool],
-                   environment: Environment) -> tuple[list[Sample | dict[str, Any]], dict[str, Any], str]:
+                   environment: Environment, described: bool = False) -> tuple[list[Sample | dict[str, Any]], dict[str, Any], str]:
+    """Every scenario drafted; `described`: the scenarios were reviewed, their texts are kept."""
     from fcbench.llm.cache import LLM_CACHE_FILE, RequestCache
     from fcbench.llm.client import LLMClient
 
@@ -226,7 +290,7 @@ def draft_with_llm(pipeline: PipelineConfig, scenarios: Sequence[Scenario], tool
             async with LLMClient(pipeline.llm, cache, jitter_seed=pipeline.seed) as client:
                 drafter = ConversationDrafter(pipeline, client, environment, prompts)
                 with StageProgress("stage1 conversations", len(scenarios)) as progress:
-                    results = await asyncio.gather(*(progress_of(drafter.draft(index, scenario, tools), progress)
+                    results = await asyncio.gather(*(progress_of(drafter.draft(index, scenario, tools, described), progress)
                                                      for index, scenario in enumerate(scenarios)))
                 return list(results), client.summary()
         finally:

@@ -15,8 +15,17 @@ environment, shaped by the scenario's complexity:
   give; the agent reads it out.
 While the scenario wants more user turns, the user asks for more details of the first result; the
 conversation ends with one goodbye (another one when the search found nothing).
-goal_switching needs a second plan the rules do not write: such scenarios are rejected offline
-(`offline_unsupported`), never drafted without their complexity.
+- goal_switching: a second plan for the scenario's last goal; the user opens with the first goal
+  leaving a date out, and while the agent asks for it, drops that goal for the second one.
+- goal_stacking: one plan for both goals, asked in one message; the agent serves both.
+- confirmation: the agent restates the request and asks before calling; the user approves.
+- goal_not_supported: after the answer, the user asks for something no offered tool does (a
+  restaurant table, insurance, the weather, a visa: one whose words no offered tool mentions);
+  the agent rejects it.
+- failed_conversation: the goal call is chosen to fail (the service is down: an author's chosen
+  error, never executed); the agent says so and offers to retry; the retry fails too; the user
+  gives up.
+- no_target: the request, the calls, the answer.
 
 Calls are made one step at a time through the environment with references resolved to the values
 the earlier responses gave (a model calls with values, not references). The agent's turns carry
@@ -33,9 +42,10 @@ from datetime import date, timedelta
 from typing import Any, Sequence
 
 from fcbench.errors import ItemRejected
-from fcbench.conversation import Scenario, tool_call, tool_result
+from fcbench.conversation import Scenario, error_response, tool_call, tool_result
 from fcbench.checks.derivation import is_iso_date
 from fcbench.environments import Environment
+from fcbench.environments.chosen import call_step_with_chosen_errors
 from fcbench.references import iter_references
 from fcbench.resolve import CallSite, UnresolvedReference, resolve_arguments
 from fcbench.sample import Call, Tool
@@ -43,12 +53,20 @@ from generate.stage1.graph_sampler import (DraftRequest, FeedGraph, PhraseBook, 
 from generate.slots import ValuePools, spell_date
 
 OFFLINE_COMPLEXITIES = frozenset({"underfilled_parameters", "overfilled_parameters", "goal_correction",
-                                  "execution_exception", "ambiguous_goal", "implicit_goal", "follow_up"})
+                                  "execution_exception", "ambiguous_goal", "implicit_goal", "follow_up",
+                                  "goal_switching", "goal_stacking", "confirmation", "goal_not_supported",
+                                  "failed_conversation", "no_target"})
 IMPOSSIBLE_DATE = "2025-02-30"  # no such day: every date-taking API refuses it
 EXTRA_DETAILS = ["I am travelling with my dog.", "I would like a quiet place, away from the street.",
                  "It is for my parents' anniversary.", "I prefer to pay by card."]
 NOTHING_FOUND = "nothing that matches your request"
 EMPTY_CLOSING = ("Too bad. Thanks for checking anyway.", "I'm sorry I could not find anything. Have a good day!")
+# Requests no travel tool serves, each with the words that would show an offered tool does serve it.
+UNSUPPORTED_REQUESTS = [("Could you also reserve a table for dinner at a restaurant nearby?", ("restaurant", "dinner", "dining")),
+                        ("Can you also buy travel insurance for this trip?", ("insurance",)),
+                        ("Could you also tell me what the weather will be like there?", ("weather", "forecast")),
+                        ("Can you also check whether I need a visa for this trip?", ("visa",))]
+SERVICE_DOWN = "The service is temporarily unavailable. Please try again later."  # failed_conversation's chosen error
 CLOSINGS = [("Thanks, that is all I needed.", "You're welcome, have a good trip!"),
             ("Great, thank you for your help.", "Glad I could help. Enjoy your travels!"),
             ("Perfect. Nothing else for now.", "All right. Have a nice day!")]
@@ -59,6 +77,7 @@ class DraftedConversation:
     messages: list[dict[str, Any]]
     failed_calls: list[str] = field(default_factory=list)
     plan_query: str = ""
+    chosen_errors: dict[str, str] = field(default_factory=dict)  # label -> message: failures chosen, not executed
 
 
 # ------------------------------------------------------------------------------------ the agent
@@ -68,6 +87,7 @@ class _Agent:
     messages: list[dict[str, Any]]
     outputs: dict[str, Any] = field(default_factory=dict)
     failed: list[str] = field(default_factory=list)
+    chosen: dict[str, str] = field(default_factory=dict)
     calls_made: int = 0
 
     def say_user(self, text: str) -> None:
@@ -79,8 +99,9 @@ class _Agent:
         self.messages.append({"role": "assistant", "content": text, "dialog_acts": acts_of_turn})
 
     def call_step(self, step: Sequence[Call], overrides: dict[str, dict[str, Any]] | None = None,
-                  expect_failure: bool = False) -> list[tuple[str, Any, bool]]:
-        """Resolve, execute and record one step; (label, response, ok) per call."""
+                  expect_failure: bool = False, chosen: dict[str, str] | None = None) -> list[tuple[str, Any, bool]]:
+        """Resolve, execute and record one step; (label, response, ok) per call. `chosen` (plan
+        label -> message): calls an author chose to fail, answered with that error unexecuted."""
         planned = []
         for call in step:
             try:
@@ -90,15 +111,20 @@ class _Agent:
             arguments.update((overrides or {}).get(call.label, {}))
             self.calls_made += 1
             planned.append((f"var_{self.calls_made}", call, arguments))
-        outcomes = self.environment.call_step([(call.name, arguments) for _, call, arguments in planned])
+        choices = [(chosen or {}).get(call.label) for _, call, _ in planned]
+        outcomes = call_step_with_chosen_errors(self.environment, [(call.name, arguments) for _, call, arguments in planned],
+                                                choices)
         self.messages.append({"role": "assistant", "content": None,
                               "tool_calls": [tool_call(label, call.name, arguments) for label, call, arguments in planned]})
         results = []
-        for (label, call, _), outcome in zip(planned, outcomes):
-            response = outcome.response if outcome.ok else {"error": outcome.error or "the call failed"}
+        for (label, call, _), outcome, message in zip(planned, outcomes, choices):
+            response = outcome.response if outcome.ok else error_response(outcome.error or "the call failed")
             self.messages.append(tool_result(label, call.name, response))
             if outcome.ok:
                 self.outputs[call.label] = outcome.response
+            elif message is not None:
+                self.failed.append(label)
+                self.chosen[label] = message
             elif expect_failure:
                 self.failed.append(label)
             else:
@@ -305,12 +331,19 @@ def plan_for(scenario: Scenario, graph: FeedGraph, pools: ValuePools, phrases: P
 
 
 def simulate(scenario: Scenario, plan: ProposedDraft, environment: Environment, seed: str,
-             max_turns: int) -> DraftedConversation:
-    """Play `plan` as a conversation with the scenario's complexities (see the module doc)."""
+             max_turns: int, switch_to: ProposedDraft | None = None,
+             offered: Sequence[Tool] = ()) -> DraftedConversation:
+    """Play `plan` as a conversation with the scenario's complexities (see the module doc).
+    goal_switching needs `switch_to`, the plan of the goal switched to; goal_not_supported reads
+    the `offered` tools to pick a request none of them serves."""
     unsupported = sorted(set(scenario.complexities) - OFFLINE_COMPLEXITIES)
     if unsupported:
         raise ItemRejected("offline_unsupported", f"the rule-based simulator cannot play {unsupported[0]}; "
                                "use an LLM (drop --offline / conversation.offline)")
+    if "goal_switching" in scenario.complexities:
+        if switch_to is None:
+            raise ItemRejected("no_second_goal", "goal_switching needs a plan for the goal switched to")
+        return _simulate_switch(scenario, plan, switch_to, environment, seed, max_turns)
     rng = random.Random(seed)
     complexities = set(scenario.complexities)
     agent = _Agent(environment, [])
@@ -363,6 +396,14 @@ def simulate(scenario: Scenario, plan: ProposedDraft, environment: Environment, 
         agent.say(f"Just to check before I search: you said {corrected[0]}, is that right?",
                   ["agent_seek_information"], [])
         agent.say_user(f"Oh no, my mistake: I meant {corrected[1]}.")
+    if "confirmation" in complexities:
+        agent.say(f"Let me confirm before I start: {opening[:1].lower()}{opening[1:]} Shall I go ahead?",
+                  ["agent_seek_information"], [])
+        agent.say_user("Yes, please go ahead.")
+    # failed_conversation: the goal calls are chosen to fail (the service is down), never executed
+    goals = set(scenario.required_apis)
+    down = ({call.label: SERVICE_DOWN for call in calls if call.name in goals}
+            if "failed_conversation" in complexities else {})
 
     # --- the calls, step by step
     for step in plan.calls:
@@ -377,12 +418,18 @@ def simulate(scenario: Scenario, plan: ProposedDraft, environment: Environment, 
                       f"instead of {IMPOSSIBLE_DATE}?", ["agent_inform_user", "agent_seek_information"],
                       ["agent_function_calling"])
             agent.say_user(f"Sorry, I meant {_mentioned(query, iso) or iso}.")
+        if any(call.label in down for call in step):
+            _play_failure(agent, step, down)
+            return _close(agent, scenario, rng, max_turns, plan.query)
         agent.call_step(step)
         turn_acts = ["agent_function_calling"]
     last = plan.calls[-1][-1]
     result = agent.outputs.get(last.label)
     found = describe_result(result)
-    answer = f"I found {found}."
+    if "goal_stacking" in complexities:
+        answer = _stacked_answer(agent, calls, scenario.required_apis)
+    else:
+        answer = f"I found {found}."
     if "overfilled_parameters" in complexities:
         answer += " I could not take your other wishes into account: the services do not offer that choice."
     agent.say(answer, ["agent_inform_user"], turn_acts)
@@ -403,6 +450,13 @@ def simulate(scenario: Scenario, plan: ProposedDraft, environment: Environment, 
             reply = f"Its {_spoken(key)} is {_say_value(value)}."
         agent.say(reply, ["agent_inform_user"], [])
         said += " " + reply
+    if "goal_not_supported" in complexities:
+        request = _unsupported_request(offered, rng)
+        agent.say_user(request)
+        names = [_spoken(tool.name) for tool in offered] or ["the services I was given"]
+        listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+        agent.say(f"I am sorry, I cannot do that: I can only help with these services: {listed}.",
+                  ["agent_reject_request"], [])
     while sum(1 for message in agent.messages if message["role"] == "user") < scenario.min_turns - 1:
         more = _more_about(result, said)
         if more is None:
@@ -416,4 +470,81 @@ def simulate(scenario: Scenario, plan: ProposedDraft, environment: Environment, 
     user_turns = sum(1 for message in agent.messages if message["role"] == "user")
     if user_turns > max_turns:
         raise ItemRejected("turn_cap", f"{user_turns} user turns, over the cap of {max_turns}")
-    return DraftedConversation(agent.messages, agent.failed, plan.query)
+    return DraftedConversation(agent.messages, agent.failed, plan.query, dict(agent.chosen))
+
+
+def _close(agent: _Agent, scenario: Scenario, rng: random.Random, max_turns: int, query: str) -> DraftedConversation:
+    """After a failure or a switch of goals: closing exchanges until the scenario's minimum of user
+    turns (each goodbye once), then the turn cap."""
+    closings = list(CLOSINGS)
+    rng.shuffle(closings)
+    while sum(1 for message in agent.messages if message["role"] == "user") < scenario.min_turns:
+        if not closings:
+            break
+        user_text, agent_text = closings.pop()
+        agent.say_user(user_text)
+        agent.say(agent_text, ["agent_other"], [])
+    user_turns = sum(1 for message in agent.messages if message["role"] == "user")
+    if user_turns > max_turns:
+        raise ItemRejected("turn_cap", f"{user_turns} user turns, over the cap of {max_turns}")
+    return DraftedConversation(agent.messages, agent.failed, query, dict(agent.chosen))
+
+
+def _play_failure(agent: _Agent, step: Sequence[Call], down: dict[str, str]) -> None:
+    """failed_conversation: the goal step fails (chosen), the agent offers a retry, it fails again,
+    the user gives up and the agent says the goal could not be reached."""
+    results = agent.call_step(step, chosen=down)
+    error = next(str(response.get("error")) for _, response, ok in results if not ok and isinstance(response, dict))
+    agent.say(f"I am sorry, your request did not go through: {error[:1].lower()}{error[1:]} Shall I try once more?",
+              ["agent_inform_user", "agent_seek_information"], ["agent_function_calling"])
+    agent.say_user("Yes, please try once more.")
+    agent.call_step(step, chosen=down)
+    agent.say("It failed again, so I cannot complete this request right now. Please try again later.",
+              ["agent_inform_user"], ["agent_function_calling"])
+    agent.say_user("Never mind, I will sort it out another way.")
+    agent.say("I am sorry I could not help with this one.", ["agent_other"], [])
+
+
+def _stacked_answer(agent: _Agent, calls: Sequence[Call], goals: Sequence[str]) -> str:
+    """One sentence per goal, from the response of that goal's call (its first: a later call of the
+    same tool serves another request's chain, as "tell me about X, then rent a car at X")."""
+    parts = []
+    for number, goal in enumerate(goals):
+        label = next((call.label for call in calls if call.name == goal), None)
+        if label is None:
+            raise ItemRejected("goal_not_planned", f"the plan has no call of the goal {goal}")
+        parts.append(f"{('For your first request', 'For your second request', 'For your third request')[min(number, 2)]}, "
+                     f"I found {describe_result(agent.outputs.get(label))}.")
+    return " ".join(parts)
+
+
+def _unsupported_request(offered: Sequence[Tool], rng: random.Random) -> str:
+    """A request whose words no offered tool's name or description mentions."""
+    texts = " ".join(f"{tool.name} {tool.description}" for tool in offered).lower()
+    candidates = [text for text, words in UNSUPPORTED_REQUESTS if not any(word in texts for word in words)]
+    if not candidates:
+        raise ItemRejected("nothing_unsupported", "every unsupported request is served by an offered tool")
+    return candidates[rng.randrange(len(candidates))]
+
+
+def _simulate_switch(scenario: Scenario, first: ProposedDraft, second: ProposedDraft, environment: Environment,
+                     seed: str, max_turns: int) -> DraftedConversation:
+    """goal_switching: the first goal asked with a date left out; while the agent asks for it the
+    user drops that goal for the second one, which the agent serves."""
+    rng = random.Random(seed)
+    agent = _Agent(environment, [])
+    first_calls = [call for step in first.calls for call in step]
+    dates = [(call, name, iso) for call, name, iso in _literal_dates(first_calls) if _mentioned(first.query, iso)]
+    if not dates:
+        raise ItemRejected("no_value_to_hold_back", "the first goal's plan states no date the user could leave out")
+    _, name, iso = dates[rng.randrange(len(dates))]
+    said = _mentioned(first.query, iso) or iso
+    agent.say_user(f"{_leave_out(first.query, said)} I am not sure about the {_spoken(name)} yet.")
+    agent.say(f"Happy to help. Which {_spoken(name)} should I use?", ["agent_seek_information"], [])
+    agent.say_user(f"Actually, never mind that. {second.query}")
+    for step in second.calls:
+        agent.call_step(step)
+    last = second.calls[-1][-1]
+    agent.say(f"No problem. I found {describe_result(agent.outputs.get(last.label))}.",
+              ["agent_inform_user"], ["agent_function_calling"])
+    return _close(agent, scenario, rng, max_turns, f"{first.query} | {second.query}")

@@ -6,7 +6,7 @@ tests/data/build_digests.json shows which files moved; a refactor leaves it unch
 (tests/datasets/test_build_digests.py). Summaries name absolute paths: the copy's root is written
 as `<root>` before hashing, so the list does not depend on where the copy was made.
 
-  .venv/bin/python tests/datasets/build_digests.py --record          # travel, amadeus, travel-chat
+  .venv/bin/python tests/datasets/build_digests.py --record          # travel, amadeus, travel-chat, travel-chat-all, nestful-math
   .venv/bin/python tests/datasets/build_digests.py --record --full   # and travel-full (minutes)
 """
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 DIGESTS = REPO / "tests" / "data" / "build_digests.json"
-FAST = ("travel", "amadeus", "travel-chat")
+FAST = ("travel", "amadeus", "travel-chat", "travel-chat-all", "nestful-math")
 FULL = ("travel-full",)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from fcbench.errors import ConfigError
-from fcbench.config import PipelinesFile, load_pipelines
+from fcbench.config import COMPLEXITIES, PipelinesFile, load_pipelines
 from fcbench.errors import UserError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,7 +44,10 @@ def _problems(tmp_path: Path, text: str) -> list[str]:
 def test_shipped_pipelines_file_declares_travel_nestful_math_and_amadeus():
     config = load_pipelines(REPO / "pipelines.yaml")
     assert list(config.pipelines) == ["travel", "nestful-math", "nestful-gen", "travel-navi", "amadeus", "travel-chat",
-                                                 "travel-full"]
+                                      "travel-chat-all", "travel-full"]
+    every_type = config.get_pipeline("travel-chat-all").conversation
+    assert set(every_type.complexities) == set(COMPLEXITIES) and len(COMPLEXITIES) == 13
+    assert every_type.review.enabled and every_type.review.export_file
     full = config.get_pipeline("travel-full")  # the 1,000-sample profile builds in its own folder
     assert full.build_dir != config.get_pipeline("travel").build_dir
     assert full.stages.stage3.variants * full.stages.stage2.select >= 1000
@@ -181,3 +184,45 @@ def test_counts_sizes_and_shares_have_bounds(tmp_path):
         "10: pipelines.travel.stages.stage1.queries: input should be less than or equal to 10000000"]
     negative = VALID + "      export:\n        ratios: {train: 1.5, test: -0.5}\n"
     assert any("each split's share must be in (0, 1]" in problem for problem in _problems(tmp_path, negative))
+
+
+CONVERSATION = """\
+pipelines:
+  chat:
+    kind: conversation
+    dataset_dir: chat
+    conversation:
+      scenarios: 4
+      complexities:
+        - follow_up
+        - goal_stackng
+        - no_target
+"""
+
+
+def test_an_unknown_conversation_type_is_named_on_its_own_line(tmp_path):
+    problems = _problems(tmp_path, CONVERSATION)
+    assert problems[0].startswith("9: pipelines.chat.conversation.complexities.goal_stackng: unknown conversation type "
+                                  "'goal_stackng' (did you mean 'goal_stacking'?); known: follow_up,")
+    mapping = CONVERSATION.replace("      complexities:\n        - follow_up\n        - goal_stackng\n        - no_target\n",
+                                   "      complexities: {follow_up: 0.5, goal_stackng: 0.5}\n")
+    assert _problems(tmp_path, mapping)[0].startswith("7: pipelines.chat.conversation.complexities.goal_stackng: unknown")
+    twice = CONVERSATION.replace("goal_stackng", "follow_up")
+    assert _problems(tmp_path, twice) == ["7: pipelines.chat.conversation.complexities: 'follow_up' is listed twice"]
+
+
+def test_a_list_of_conversation_types_means_equal_shares(tmp_path):
+    config = load_pipelines(_write(tmp_path, CONVERSATION.replace("goal_stackng", "goal_stacking")))
+    shares = config.get_pipeline("chat").conversation.complexities
+    assert list(shares) == ["follow_up", "goal_stacking", "no_target"] and set(shares.values()) == {1 / 3}
+
+
+def test_the_dialog_act_cap_and_the_scenario_review_are_checked(tmp_path):
+    capped = VALID + "      export:\n        max_per_dialog_act: 20\n"
+    assert "caps the response-quality set of `kind: conversation` pipelines" in _problems(tmp_path, capped)[0]
+    assert "greater than or equal to 1" in _problems(tmp_path, CONVERSATION.replace(
+        "      scenarios: 4\n", "      scenarios: 4\n      review: {enabled: true}\n").replace(
+        "goal_stackng", "goal_stacking") + "    stages:\n      export: {max_per_dialog_act: 0}\n")[0]
+    assert _problems(tmp_path, CONVERSATION.replace("goal_stackng", "goal_stacking").replace(
+        "      scenarios: 4\n", "      scenarios: 4\n      review: {enable: true}\n")) == [
+        "7: pipelines.chat.conversation.review.enable: unknown key"]

@@ -169,11 +169,12 @@ def test_pipelines_lists_the_shipped_file():
     assert result.exit_code == 0
     report = json.loads(result.stdout)
     assert list(report["pipelines"]) == ["travel", "nestful-math", "nestful-gen", "travel-navi", "amadeus", "travel-chat",
-                                                 "travel-full"]
+                                         "travel-chat-all", "travel-full"]
     assert report["pipelines"]["travel"]["stages"]["stage1"]["offline"] is True
     assert "api_key" not in report["pipelines"]["travel"]["llm"]
     table = _run("pipelines", "--file", repo_file)
     assert table.exit_code == 0 and "nestful-math: stages" in table.stdout
+    assert "travel-chat-all: stages" in table.stdout and "(equal shares)" in table.stdout
 
 
 def test_pipelines_with_a_bad_file_is_one_line_with_file_and_line(tmp_path):

@@ -35,6 +35,10 @@ NOT_RUN = {
     "build-dataset stage2 push travel": "needs a running Label Studio (tests/annotate/studio/test_ls_server.py)",
     "build-dataset stage2 push travel --annotators 5 --overlap 2": "needs a running Label Studio (test_ls_team.py)",
     "build-dataset stage2 pull travel --send-back": "needs a running Label Studio (tests/annotate/studio/test_ls_server.py)",
+    "build-dataset scenarios push travel-chat-all": "needs a running Label Studio "
+    "(tests/annotate/stage1/test_ls_scenario_review.py)",
+    "build-dataset scenarios pull travel-chat-all --send-back": "needs a running Label Studio "
+    "(tests/annotate/stage1/test_ls_scenario_review.py)",
     "build-dataset stage3 push travel --annotators": "needs a running Label Studio (tests/annotate/studio/test_ls_server.py)",
     "build-dataset stage3 pull travel --annotators --send-back": "needs a running Label Studio (test_ls_server.py)",
     "build-dataset mock-llm --port 8765 --latency-ms 200": "serves until stopped (tests/fcbench/llm/test_mock_server.py)",

@@ -227,9 +227,8 @@ def test_offline_the_first_line_says_what_no_llm_graded(tmp_path: Path) -> None:
 
 
 def test_llm_options_on_a_metric_without_a_judge_are_refused() -> None:
-    result = runner.invoke(app, ["score", "--metric", "callnavi", "--questions", "q.json", "--predictions",
-                                 str(PREDICTIONS), "--llm-model", "m"])
-    assert result.exit_code == 1 and "--metric callnavi has none" in result.stderr
+    result = runner.invoke(app, ["score", "--metric", "bfcl", "--predictions", str(PREDICTIONS), "--llm-model", "m"])
+    assert result.exit_code == 1 and "--metric bfcl has none" in result.stderr
 
 
 # ------------------------------------------------------------------------------ reading verdicts

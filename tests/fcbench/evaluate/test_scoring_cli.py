@@ -95,6 +95,14 @@ def test_callnavi_repeated_runs_give_the_papers_election_score(tmp_path):
     assert [item["ast_match"] for item in out["items"]] == [True, True, False, False, False]
     assert [item["run"] for item in out["items"]] == ["1", "2", "3", "4", "5"]
     assert out["items"][4]["syntax_valid"] and out["items"][4]["repairs"]
+    # ban01 is easy: one question, 5 outputs; the macro over the one difficulty present is its figure
+    assert out["summary"]["by_difficulty"]["easy"]["ast_exact_match"] == 0.4
+    assert out["summary"]["macro"]["election_stability"] == 0.25
+    # the GPT score's stand-in, named: gold 1.0 twice; getCustomerID: API 0, value 1 of 1 -> 0.5;
+    # getAccountBalance: API 0, accountNumber missing -> 0; the repaired fourth: API 0, name missing -> 0
+    assert [item["gpt_score"] for item in out["items"]] == [1.0, 1.0, 0.5, 0.0, 0.0]
+    assert out["summary"]["gpt_score_judge"].startswith("RULE-BASED STAND-IN")
+
     # against the whole bank file, the other 114 questions are missing in all five runs: wrong, and
     # the stability (over the answers given) is not reported
     whole = _score("--metric", "callnavi", "--questions", str(bank), "--predictions", str(predictions))
@@ -105,6 +113,30 @@ def test_callnavi_repeated_runs_give_the_papers_election_score(tmp_path):
     once = _score("--metric", "callnavi", "--questions", str(ban01), "--predictions", str(unlabelled))
     assert once["summary"]["n"] == 1 and len(once["gold_set"]["duplicates"]) == 4
     assert "election_stability" not in once["summary"]
+
+
+def test_callnavi_gpt_score_from_an_llm_judge(tmp_path):
+    from fcbench.llm.mock_server import MockLLMServer
+
+    gold = {"API": ["getAccountID"], "parameters": [{"accountNumber": "123456"}]}
+    predictions = _write_lines(tmp_path / "runs.jsonl", [{"id": "ban01", "run": 1, "output": gold},
+                                                         {"id": "ban01", "run": 2, "output": "x"}])
+    bank = EXTERNAL / "callnavi" / "Questions" / "bank.json"
+    ban01 = tmp_path / "ban01.json"
+    ban01.write_text(json.dumps([q for q in json.loads(bank.read_text()) if q["id"] == "ban01"]))
+
+    def judge(body, call_index):
+        text = body["messages"][0]["content"]
+        return {"content": "[[1.00]]" if '"123456"' in text.split("End of predict JSON")[0] else "[[0.05]]"}
+
+    with MockLLMServer(responder=judge) as server:
+        out = _score("--metric", "callnavi", "--questions", str(ban01),
+                     "--predictions", str(predictions), "--llm-model", "judge", "--base-url", server.base_url,
+                     "--judge-cache", str(tmp_path / "judges.sqlite"))
+        asked = server.stats.chat_requests
+    assert [item["gpt_score"] for item in out["items"]] == [1.0, 0.05] and asked == 2
+    assert out["summary"]["macro"]["gpt_score"] == pytest.approx(0.525)  # (1.0 + 0.05) / 2
+    assert out["summary"]["gpt_score_judge"] == "LLM judge with CallNavi's GPT-4o prompt (temperature 0)"
 
 
 def test_unknown_metric_is_one_line_and_exit_1(tmp_path):

@@ -86,7 +86,7 @@ def test_the_memory_ceiling_stops_evaluate_with_exit_1_and_replaces_nothing(tmp_
     with MockLLMServer(responder=_final_text) as server:
         assert run().exit_code == 0
         before = {path.name: path.read_bytes() for path in eval_dir.iterdir() if path.suffix != ".sqlite"}
-        assert set(before) == {"trajectories.jsonl", "scores.json", "evaluate.rejects.jsonl"}
+        assert set(before) == {"trajectories.jsonl", "scores.json", "evaluate.rejects.jsonl", "complexfuncbench_result.jsonl"}
         # this test process may be smaller than the lowest ceiling allowed: make it surely larger
         ballast = b"\x01" * (max(0, 300 - int(resident_mb())) * 2**20)
         low = ("--memory-ceiling-mb", "256")

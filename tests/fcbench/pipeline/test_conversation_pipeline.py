@@ -91,8 +91,8 @@ def drafted(tmp_path_factory):
 
 # --------------------------------------------------------------------------------- configuration
 def test_conversation_settings_are_checked_with_file_and_line(tmp_path):
-    with pytest.raises(ConfigError, match=r"pipelines.yaml:\d+: pipelines.chat.conversation.complexities: unknown "
-                                          r"complexity 'goal_corection'"):
+    with pytest.raises(ConfigError, match=r"pipelines.yaml:\d+: pipelines.chat.conversation.complexities.goal_corection: "
+                                          r"unknown conversation type 'goal_corection' \(did you mean 'goal_correction'\?\)"):
         write_pipeline(tmp_path, complexities={"underfilled_parameters": 0.5, "goal_corection": 0.5})
     with pytest.raises(ConfigError, match="shares must sum to 1"):
         write_pipeline(tmp_path, complexities={"underfilled_parameters": 0.5, "follow_up": 0.25})
@@ -158,6 +158,7 @@ def test_offline_drafts_are_byte_identical_for_the_same_seed(drafted, tmp_path):
 
 
 def test_a_simulator_past_the_turn_cap_is_rejected_and_goal_switching_is_not_faked(drafted, tools, environment):
+    """The turn cap holds; a goal switch is never played without the plan of the goal switched to."""
     _, _, drafts = drafted
     pools = load_value_pools(TRAVEL / "value_pools.json")
     graph = build_feed_graph(tools, pools)
@@ -180,7 +181,7 @@ def test_a_simulator_past_the_turn_cap_is_rejected_and_goal_switching_is_not_fak
     switching = scenario.model_copy(update={"complexities": ["goal_switching"]})
     with pytest.raises(ItemRejected) as unsupported:
         simulate(switching, plan, environment, "x", max_turns=10)
-    assert unsupported.value.reason == "offline_unsupported"
+    assert unsupported.value.reason == "no_second_goal"
 
 
 # --------------------------------------------------------------------------------- stage2 answers

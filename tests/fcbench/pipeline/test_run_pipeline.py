@@ -70,3 +70,29 @@ def test_the_bundled_travel_split_never_puts_one_template_in_two_splits(tmp_path
     parents = {split: set(pd.concat([pd.read_parquet(f) for f in data.glob(f"{split}-*.parquet")])["parent_id"])
                for split in ("train", "test")}
     assert parents["train"] and parents["test"] and not parents["train"] & parents["test"]
+
+
+def test_run_starts_at_the_first_stage_a_pipeline_declares(tmp_path):
+    """nestful-math declares only filter and export (the published samples are its candidates):
+    `run` runs those and the report, never the graph sampler that would need value pools."""
+    from fcbench.config import load_pipelines
+    from fcbench.pipeline.run import stages_to_run
+
+    pipelines = load_pipelines(REPO / "pipelines.yaml")
+    assert [s.name for s in stages_to_run(pipelines.get_pipeline("nestful-math"))] == ["filter", "export", "report"]
+    assert [s.name for s in stages_to_run(pipelines.get_pipeline("travel"))] == [
+        "stage1", "stage2", "stage3", "filter", "export", "report"]
+    assert [s.name for s in stages_to_run(pipelines.get_pipeline("travel-chat"))] == [
+        "stage1", "stage2", "filter", "export", "report"]
+
+    target = tmp_path / "repo"
+    shutil.copytree(REPO / "datasets" / "nestful-math", target / "datasets" / "nestful-math",
+                    ignore=shutil.ignore_patterns("build", "__pycache__"))
+    shutil.copy(REPO / "pipelines.yaml", target / "pipelines.yaml")
+    assert not (target / "datasets" / "nestful-math" / "value_pools.json").exists()
+    result = CliRunner().invoke(app, ["run", "nestful-math", "--offline", "--json", "--file", str(target / "pipelines.yaml")])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert list(out["stages"]) == ["filter", "export", "report"]
+    assert out["stages"]["export"]["exported"] == 84  # every published math sample reproduces its answer
+    assert sorted(p.name for p in (Path(out["export"]) / "data").glob("*.parquet")) == ["test-00000-of-00001.parquet"]

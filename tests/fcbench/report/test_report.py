@@ -19,6 +19,7 @@ from fcbench.report.page import (
     model_scores,
     read_build,
     reject_reasons,
+    render_html,
     stage_of_file,
     write_report,
 )
@@ -266,3 +267,46 @@ def test_completeness_and_correctness_are_on_their_0_to_2_scale_and_name_their_j
     html = write_report(build, title="t").html.read_text()
     assert "2.00 / 2" in html and "1.50 / 2" in html and "200.0" not in html
     assert "rule-based stand-ins" in html and "not LLM judges" in html
+
+
+def test_results_in_the_papers_layouts_put_each_layouts_models_together(tmp_path: Path) -> None:
+    """evaluate --protocol writes its paper-layout tables in scores.json (ComplexEval's in the model
+    folder, the others' one folder down): the report shows one table per layout, a row per model."""
+    from fcbench.score.paper_tables import callnavi_table, complexfuncbench_table
+
+    build = tmp_path / "build"
+    summary = _scores(0.5, 0.75, {}, {})
+    summary["by_domain"] = {"Hotels": {"n": 2, "success_rate": 0.5, "call_accuracy": 0.75, "completeness": 1.0,
+                                       "correctness": 2.0}}
+    for model, routing in (("gpt-4o", 0.9), ("qwen3-8b", 0.5)):
+        folder = build / "eval" / model
+        (folder / "callnavi").mkdir(parents=True)
+        (folder / "scores.json").write_text(json.dumps(
+            {"summary": summary, "tables": [complexfuncbench_table(model, summary).to_json()]}))
+        figures = {"by_difficulty": {"easy": {"routing_exact_match": routing}}, "macro": {"routing_exact_match": routing}}
+        (folder / "callnavi" / "scores.json").write_text(json.dumps(
+            {"protocol": "callnavi", "tables": [callnavi_table(model, figures).to_json()], "summary": figures}))
+    only_protocols = build / "eval" / "llama" / "nestful-icl-3shot"
+    only_protocols.mkdir(parents=True)
+    (only_protocols / "scores.json").write_text(json.dumps({"tables": [{"protocol": "nestful-icl", "title": "broken",
+                                                                        "columns": [{"group": "", "name": "x"}],
+                                                                        "rows": [{"model": "llama", "cells": []}]}]}))
+    report = read_build(build)
+    tables = report.paper_tables
+    assert [t["protocol"] for t in tables] == ["complexfuncbench", "callnavi"]
+    assert [row["model"] for row in tables[1]["rows"]] == ["gpt-4o", "qwen3-8b"]
+    assert [row["cells"][0] for row in tables[1]["rows"]] == ["90.0", "50.0"]
+    # a model folder holding only other protocols' evaluations is not "missing"; a broken table is named
+    assert [p for p in report.problems if p.startswith("eval/")] == [
+        "eval/llama/nestful-icl-3shot/scores.json: `tables` is not a list of paper tables"]
+    assert report.as_dict()["paper_tables"] == tables
+    page = render_html(report, [])
+    assert '<section id="papers"><h2>Results in the papers\' layouts</h2>' in page
+    assert '<th class="n" colspan="4">Hotels</th>' in page and '<th class="n" colspan="4">API Routing</th>' in page
+    assert page.index('id="papers"') < page.index('id="problems"')
+
+
+def test_a_build_without_protocol_tables_reports_as_before(build: Path) -> None:
+    report = read_build(build)
+    assert report.paper_tables == [] and "paper_tables" not in report.as_dict()
+    assert 'id="papers"' not in render_html(report, [])

@@ -14,9 +14,12 @@ from conftest import EXTERNAL
 from fcbench.score.callnavi import (
     WILDCARD,
     CallNaviScore,
+    CallNaviTally,
     callnavi_rates,
     election_stability,
     levenshtein_stability,
+    normalised_answer,
+    rule_based_gpt_score,
     score_callnavi,
     values_match,
 )
@@ -82,12 +85,54 @@ def test_election_score_counts_equal_answers_whatever_their_key_order():
         election_stability([])
 
 
-def test_levenshtein_score():
+def test_levenshtein_score_compares_the_first_run_with_each_other_run():
     assert levenshtein_stability(["same", "same", "same"]) == 1.0
     assert levenshtein_stability(["kitten", "sitting"]) == pytest.approx(1 - 3 / 7)
-    # Three outputs: pairs (a,b)=1, (a,c)=0.75, (b,c)=0.75.
-    assert levenshtein_stability(["abcd", "abcd", "abcx"]) == pytest.approx((1 + 0.75 + 0.75) / 3)
+    # First vs others: (a,b) = 1, (a,c) = 1 - 1/4 = 0.75 -> (1 + 0.75) / 2; (b,c) is not compared.
+    assert levenshtein_stability(["abcd", "abcd", "abcx"]) == pytest.approx((1 + 0.75) / 2)
+    # (a,b) = 0.75, (a,c) = 0.75 -> 0.75 (all pairs would add (b,c) = 0.5 and say 2/3)
+    assert levenshtein_stability(["abcd", "abcx", "abcy"]) == pytest.approx(0.75)
     assert levenshtein_stability(["only one"]) == 1.0
+
+
+def test_spacing_quote_and_case_variants_of_one_answer_are_one_answer():
+    """Issue 24: three spellings of one answer are stable (1.0), not three answers (0.0)."""
+    variants = ['{"API": ["getAccountID"], "parameters": [{"accountNumber": "123456"}]}',
+                "{'API':['getAccountID'],'parameters':[{'accountNumber':'123456'}]}",
+                '```json\n{"API": [ "GETACCOUNTID" ],\n  "parameters": [ {"accountNumber": "123456"} ]}\n```']
+    assert len({normalised_answer(v) for v in variants}) == 1
+    assert election_stability(variants) == 1.0
+    assert levenshtein_stability(variants) == 1.0
+    # a different answer stays different: AAB -> (2 - 1) / (3 - 1) = 0.5
+    other = '{"API": ["getAccountBalance"], "parameters": [{"accountNumber": "123456"}]}'
+    assert election_stability(variants[:2] + [other]) == 0.5
+
+
+def test_rule_based_gpt_score_stand_in():
+    truth = {"API": ["getAccountID", "getAccountBalance"], "parameters": [{"accountNumber": "1"}, {"accountID": "$$$"}]}
+    assert rule_based_gpt_score(truth, truth) == 1.0
+    # API half: 1 of 2 positions right -> 0.5; values: accountNumber wrong, "$$$" matches -> 1/2; (0.5 + 0.5) / 2
+    half = {"API": ["getAccountID", "getCustomerID"], "parameters": [{"accountNumber": "2"}, {"accountID": "x"}]}
+    assert rule_based_gpt_score(half, truth) == 0.5
+    assert rule_based_gpt_score("not json at all", truth) == 0.0
+
+
+def test_tally_gives_each_difficulty_its_macro_and_the_micro_overall():
+    truth = {"API": ["a"], "parameters": [{}]}
+    right, wrong = score_callnavi(truth, truth), score_callnavi({"API": ["b"], "parameters": [{}]}, truth)
+    tally = CallNaviTally()
+    tally.add_question("easy", [truth, truth], [right, right], [1.0, 1.0])          # routing 2/2
+    tally.add_question("hard", [truth, {"API": ["b"]}], [right, wrong], [1.0, 0.5])  # routing 1/2
+    tally.add_question("hard", [{"API": ["b"]}] * 2, [wrong, wrong], [None, None])   # routing 0/2
+    figures = tally.figures()
+    assert figures["by_difficulty"]["easy"]["routing_exact_match"] == 1.0
+    assert figures["by_difficulty"]["hard"]["routing_exact_match"] == 0.25       # 1 of 4 outputs
+    assert figures["macro"]["routing_exact_match"] == pytest.approx((1.0 + 0.25) / 2)
+    assert figures["overall"]["routing_exact_match"] == pytest.approx(3 / 6)    # micro: 3 of 6 outputs
+    assert figures["by_difficulty"]["hard"]["gpt_score"] == 0.75                  # (1.0 + 0.5) / 2 judged
+    # election: easy AA -> 1; hard AB -> tie 0, BB -> 1 -> 0.5
+    assert figures["by_difficulty"]["hard"]["election_stability"] == 0.5
+    assert "medium" not in figures["by_difficulty"]
 
 
 # ---------------------------------------------------------------------------------------------

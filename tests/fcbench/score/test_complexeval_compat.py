@@ -257,3 +257,49 @@ def test_a_response_layer_decides_before_the_llm_layer() -> None:
     options = CompatOptions(layers=[response_match_layer(RecordedEnvironment(store)), MatchLayer("llm", llm)])
     verdict = run_compat_trajectory(s, turns + [TEXT], options)
     assert verdict.success and verdict.turns[1][0].layer == "response" and llm.asked == 0
+
+
+# A gold sample whose conversation ends with the last observation (no final assistant text). The
+# reference never reads that turn in its call loop (base_runner.init_golden keeps only call and
+# observation turns) and return_result decides from the golden list alone: every required call
+# matched -> "Success.". A trajectory that just ends after its calls is settled that way; an explicit
+# None (the model answered with neither calls nor text) is still its unknown_error.
+def without_final_text(sample_id: str) -> Sample:
+    stripped = sample(sample_id)
+    stripped.meta["complexfuncbench"].pop("final_response")
+    return stripped
+
+
+def test_gold_without_final_text_all_calls_matched_is_a_success_as_in_the_reference() -> None:
+    for sample_id in ("Cross-12", "Hotels-7", "Car-Rental-3"):
+        verdict = run_compat_trajectory(without_final_text(sample_id), gold(sample_id))
+        assert verdict.success and verdict.error_type is None, sample_id
+        assert verdict.settled_without_final_text
+        assert verdict.n_correct_calls == sum(len(step) for step in gold(sample_id))
+    # with the model's text it is a success too (any text, even "": the runner tests `is not None`)
+    for ending in (TEXT, ""):
+        assert run_compat_trajectory(without_final_text("Hotels-7"), gold("Hotels-7") + [ending]).success
+
+
+def test_gold_without_final_text_still_fails_what_the_reference_fails() -> None:
+    stripped = without_final_text("Cross-12")
+    # Search_Hotels_By_Coordinates never called: the golden list is not exhausted -> stop_early
+    short = run_compat_trajectory(stripped, gold("Cross-12")[:-1])
+    assert not short.success and short.error_type == "stop_early" and short.settled_without_final_text
+    # an explicit None: the model stopped without calls or text -> the reference's unknown_error
+    silent = run_compat_trajectory(stripped, gold("Cross-12") + [None])
+    assert not silent.success and silent.error_type == "unknown_error" and not silent.settled_without_final_text
+    # no turn at all: nothing to settle
+    assert run_compat_trajectory(stripped, []).error_type == "unknown_error"
+
+
+def test_gold_with_final_text_and_no_final_turn_stays_unknown_error() -> None:
+    verdict = compat("Hotels-7", gold("Hotels-7"))
+    assert not verdict.success and verdict.error_type == "unknown_error"
+    assert not verdict.settled_without_final_text
+
+
+def test_score_compat_reports_the_settled_items() -> None:
+    report = score_compat([without_final_text("Car-Rental-3")], [{"id": "Car-Rental-3", "turns": gold("Car-Rental-3")}])
+    assert report.summary["success_rate"] == 1.0
+    assert report.items[0]["settled_without_final_text"] is True

@@ -197,6 +197,34 @@ def test_parameter_validity_with_the_rule_based_judge() -> None:
     never = ConfettiOptions(validity_judge=lambda use: False)
     assert score_confetti([first], [prediction_from_sample(first)], options=never).summary["parameter_validity_rate"] == 0.0
 
+def test_parameter_validity_judges_only_calls_with_the_right_function_name() -> None:
+    """Issue 24: a value passed to the wrong function is an AST error already; the validity rate
+    judges the calls whose name is one of the turn's gold functions."""
+    first = item(_acts_set(), "dialogacts_0")  # gold: Telecom.SendVerificationToken(to, channel, last_name)
+    line = perturbed(first, to="bob@example.com")  # 1 invented value of 3 in the right call
+    line["result"].append({"Telecom.DeleteAccount": {"account_id": "ACC-999", "reason": "made up"}})
+    result = scored(first, line)
+    # judged: the right call only -> 2 valid of 3; the wrong call's 2 invented values are not counted
+    assert (result["parameters_valid"], result["parameters_total"]) == (2, 3)
+    assert (result["validity_calls_judged"], result["validity_calls_wrong_name"]) == (1, 1)
+    summary = score_confetti([first], [line]).summary
+    assert summary["parameter_validity_rate"] == pytest.approx(2 / 3)  # not 2 / 5
+    assert (summary["n_validity_calls"], summary["n_validity_calls_wrong_name"]) == (1, 1)
+
+
+def test_ast_soft_accuracy_is_broken_down_by_api_count_turn_count_and_chain_length() -> None:
+    samples = [item(_calls_set(), "conversationsclean_0"), item(_calls_set(), "conversationsclean_1")]
+    lines = [prediction_from_sample(samples[0]), {"id": samples[1].id, "result": []}]  # right, then nothing
+    summary = score_confetti(samples, lines).summary
+    # the published possible-answer files carry no history (0 turns: its own bin) and no tools (the
+    # reader infers one per gold function: 1 API each); right = 1, nothing = 0 -> 0.5
+    assert summary["by_api_count"]["1-5"] == {"n": 2, "ast_soft_accuracy": 0.5}
+    assert summary["by_api_count"]["21+"] == {"n": 0, "ast_soft_accuracy": None}
+    assert summary["by_turn_count"]["0 (none given)"] == {"n": 2, "ast_soft_accuracy": 0.5}
+    assert summary["by_turn_count"]["1-4"] == {"n": 0, "ast_soft_accuracy": None}
+    assert summary["by_chain_bin"]["1"] == {"n": 2, "ast_soft_accuracy": 0.5}  # (1 + 0) / 2
+
+
 
 # ---------------------------------------------------------------------------------- bad lines
 

@@ -96,8 +96,9 @@ def test_llm_user_and_agent_draft_conversations_with_turn_cap_and_off_script_rej
         assert [[call.name for call in step] for step in draft.calls] == [
             ["Search_Flight_Location", "Search_Flight_Location"], ["Search_Flights"]]
         assert draft.calls[1][0].response["data"]["flightOffers"]  # executed by the travel tools
+        # "I found several flights on June 12, 2025. Do you want the cheapest?": it informs, then asks
         assert [turn.dialog_acts for turn in agent_turns(draft.messages)] == [
-            ["agent_function_calling", "agent_seek_information"], ["agent_inform_user"]]
+            ["agent_function_calling", "agent_inform_user", "agent_seek_information"], ["agent_inform_user"]]
         # a second run is served from the cache, except the off-script turn: an unusable answer is
         # never replayed, so its 3 attempts are asked again (and rejected again); the same bytes
         run_stage("stage1", pipeline, force=True)
