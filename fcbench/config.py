@@ -211,6 +211,18 @@ class LLMConfig(_Config):
                          "variable and name that variable with api_key_env")
 
 
+class FromSeedsConfig(_Config):
+    """NESTful-style generation from seed examples (`generate.stage1.from_seeds`): offline, each
+    draft re-instantiates one seed's call structure (which call reads which earlier result) with
+    new values and writes its query from `phrases`; with an LLM, the model is shown `few_shot`
+    seeds and writes a new question and its call sequence, which is executed."""
+
+    file: str  # the seed samples (any format `convert` reads; canonical JSON Lines here)
+    phrases: str | None = None  # offline: how a query names each tool's result (JSON, see datasets/nestful-gen)
+    few_shot: int = Field(3, ge=1, le=20)  # LLM: seed examples per prompt
+    max_calls: int = Field(12, ge=2, le=100)  # a seed structure longer than this (after merging repeats) is skipped
+
+
 class Stage1Config(_Config):
     """Coarse generation: queries from sampled tool subsets, then a drafted call path."""
 
@@ -221,13 +233,48 @@ class Stage1Config(_Config):
     max_steps: int = Field(6, ge=1, le=100)
     # offline sampler: a goal tool weighs its chain length to this power (higher: deeper paths)
     chain_bias: float = Field(2.0, ge=0, le=10)
+    # NESTful-style: drafts made from seed examples instead of sampled tool subsets
+    from_seeds: FromSeedsConfig | None = None
+    # CallNavi-style: the share of drafts of each difficulty (easy = one call, medium = several
+    # independent calls, hard = a call reads an earlier call's output; shares sum to 1, counts by
+    # largest remainder); offline sampler only. None: whatever the sampler's goals give.
+    difficulty_quotas: dict[Literal["easy", "medium", "hard"], float] | None = None
+    # which tools a draft offers: `subset` (sampled sizes, ComplexFuncBench) or `domain` (every tool
+    # of the draft's domain) or `catalog` (every tool): CallNavi offers a domain's whole catalog
+    candidates: Literal["subset", "domain", "catalog"] = "subset"
+    # the longest candidate list a draft may offer. 115 is CallNavi's stated maximum ("up to 115
+    # candidates per domain", a secondary summary of the paper); the published catalogs have at most
+    # 101 APIs (telecommunications), and 115 is also the number of bank questions
+    # (docs: builders notes §2.1). Was a fixed 100.
+    candidate_tools_max: int = Field(115, ge=1, le=10_000)
+    # the graph sampler's start values; default stages.stage3.value_pools (a pipeline without a
+    # stage3, such as a CallNavi-style one, names them here)
+    value_pools: str | None = None
 
     @field_validator("tool_subset_sizes")
     @classmethod
     def _positive_sizes(cls, sizes: list[int]) -> list[int]:
-        if not sizes or any(size < 1 or size > 100 for size in sizes):
-            raise ValueError("expected a non-empty list of sizes, each from 1 to 100 tools")
+        if not sizes or any(size < 1 for size in sizes):
+            raise ValueError("expected a non-empty list of sizes, each at least 1 tool")
         return sizes
+
+    @field_validator("difficulty_quotas")
+    @classmethod
+    def _quotas_sum_to_one(cls, quotas: dict[str, float] | None) -> dict[str, float] | None:
+        if quotas is None:
+            return None
+        if not quotas or any(not 0 <= share <= 1 for share in quotas.values()):
+            raise ValueError("expected at least one difficulty, each with a share in [0, 1]")
+        if not math.isclose(sum(quotas.values()), 1.0, abs_tol=1e-9):
+            raise ValueError(f"difficulty shares must sum to 1, got {sum(quotas.values()):g}")
+        return quotas
+
+    @model_validator(mode="after")
+    def _sizes_within_the_cap(self) -> Stage1Config:
+        too_large = [size for size in self.tool_subset_sizes if size > self.candidate_tools_max]
+        if too_large:
+            raise ValueError(f"tool_subset_sizes: {too_large[0]} is above candidate_tools_max ({self.candidate_tools_max})")
+        return self
 
 
 class Stage2Config(_Config):

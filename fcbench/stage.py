@@ -153,6 +153,9 @@ def filter_input(pipeline: PipelineConfig) -> Read:
     gold conversations; else the stage3 candidates, or their copy with the junior annotators'
     arguments when stage3 left the filling to annotators."""
     configured = pipeline.stages.filter.input
+    if configured and pipeline.resolve(configured) == pipeline.build_dir / DRAFTS:
+        # a pipeline without stage2/3 (NESTful-, CallNavi-style) filters stage1's drafts: a build file
+        return build_file(pipeline, DRAFTS)
     if configured:
         return configured_file(pipeline, "stages.filter.input", configured, "filter input")
     if pipeline.kind == "conversation":

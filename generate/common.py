@@ -13,8 +13,9 @@ PROMPTS = Path(__file__).parent / "prompts"
 
 
 def value_pools_path(pipeline: PipelineConfig) -> Path:
-    """stages.stage3.value_pools when declared, else value_pools.json beside the benchmark."""
-    declared = pipeline.stages.stage3.value_pools
+    """stages.stage1.value_pools or stages.stage3.value_pools when declared, else value_pools.json
+    beside the benchmark."""
+    declared = pipeline.stages.stage1.value_pools or pipeline.stages.stage3.value_pools
     return pipeline.resolve(declared) if declared else pipeline.dataset_path / "value_pools.json"
 
 

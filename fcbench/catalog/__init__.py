@@ -234,6 +234,10 @@ def load_tools_file(path: str | Path, bad_lines: list[str] | None = None) -> lis
     path = Path(path)
     if not path.is_file():
         raise UserError(f"{path}: no such file")
+    if path.suffix == ".py":  # a Python module: its typed functions are the tools
+        from fcbench.catalog.python_module import tools_from_python
+
+        return tools_from_python(path).tools
     document = read_json_document(path, bad_lines)
     shape = detect_tools_shape(document)
     if shape is None:

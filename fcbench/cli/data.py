@@ -122,7 +122,9 @@ def stats(
     samples hard: tokens of context (messages + tool specs + gold responses, cl100k_base BPE,
     offline), the longest argument value, the share of samples whose arguments need values found
     in responses, constraints per query; a context-length histogram; difficulty splits (derived
-    from the gold path, and as published); nesting-depth and dependency-count distributions.
+    from the gold path, and as published); nesting-depth and dependency-count distributions;
+    NESTful's sequence length (calls per sample) and nested calls per sample; CallNavi's
+    per-domain easy/medium/hard counts (from the gold path, and as published).
     Conversations (a `kind: conversation` build) and dialog-act rows (a response-quality set,
     CONFETTI's files) add CONFETTI's own figures: conversation types with CONFETTI's names and
     counts, dialog acts, and calls per calling turn in its bins 1 / 2 / 3 / 4+.
@@ -190,10 +192,34 @@ def _print_stats_tables(file: Path, result: Any) -> None:
     console.print(_count_table("difficulty (from the gold path)", "difficulty", result.difficulty))
     if result.published_difficulty:
         console.print(_count_table("difficulty (as published)", "label", result.published_difficulty))
-    console.print(_count_table("nesting depth", "depth", result.nesting_depth))
+    console.print(_count_table("nesting depth (edges on the longest chain; NESTful counts calls: depth + 1)",
+                               "depth", result.nesting_depth))
     console.print(_count_table("dependencies per sample", "dependencies", result.dependencies))
+    console.print(_count_table("sequence length (NESTful: calls per sample)", "calls", result.sequence_length))
+    console.print(_count_table("nested calls per sample (NESTful: calls reading an earlier output)", "nested calls",
+                               result.nested_calls))
+    console.print(_difficulty_by_domain_table("CallNavi difficulty per domain (from the gold path: easy = one call, "
+                                              "medium = independent calls, hard = a call reads an earlier output)",
+                                              result.difficulty_by_domain))
+    if result.published_difficulty_by_domain:
+        console.print(_difficulty_by_domain_table("difficulty per domain (as published)",
+                                                  result.published_difficulty_by_domain))
     if result.reject_reasons:
         console.print(_count_table("rejected items by reason", "reason", result.reject_reasons))
+
+
+def _difficulty_by_domain_table(title: str, rows: dict[str, dict[str, int]]) -> Table:
+    """CallNavi's Data_statistics.py table: one row per domain, a column per difficulty, the total."""
+    levels = list(dict.fromkeys(level for counts in rows.values() for level in counts))
+    table = Table(title=title)
+    for column in ("domain", *levels, "total"):
+        table.add_column(column, justify="left" if column == "domain" else "right")
+    for domain, counts in rows.items():
+        table.add_row(domain, *(str(counts.get(level, 0)) for level in levels), str(sum(counts.values())))
+    if len(rows) > 1:
+        table.add_row("all", *(str(sum(c.get(level, 0) for c in rows.values())) for level in levels),
+                      str(sum(sum(c.values()) for c in rows.values())))
+    return table
 
 
 # ---------------------------------------------------------------------------------------- lint-tools
@@ -349,7 +375,12 @@ def _stages_table(name: str, pipeline: Any) -> Table:
     stage1 = stages.stage1
     settings = {
         "stage1": f"{'offline' if stage1.offline else 'llm'}, {stage1.queries} queries, "
-                  f"tool subsets {stage1.tool_subset_sizes}, max {stage1.max_steps} steps",
+                  + (f"from seeds {stage1.from_seeds.file}" if stage1.from_seeds else
+                     f"tool subsets {stage1.tool_subset_sizes}" if stage1.candidates == "subset" else
+                     f"candidates: every tool of the {stage1.candidates} (at most {stage1.candidate_tools_max})")
+                  + (", quotas " + ", ".join(f"{level} {share:g}" for level, share in stage1.difficulty_quotas.items())
+                     if stage1.difficulty_quotas else "")
+                  + f", max {stage1.max_steps} steps",
         "stage2": f"select {stages.stage2.select}",
         "stage3": f"{stages.stage3.variants} variants, fill by {stages.stage3.fill}",
         "filter": f"grounding {stages.filter.grounding}, repeat {stages.filter.repeat}, "
@@ -385,7 +416,11 @@ def _stages_table(name: str, pipeline: Any) -> Table:
                        "(then, with the server up and MY_API_TOKEN set: build-dataset stage1 my-api --record)\n\n"
                        "Example:  build-dataset new my-clock --mcp \".mcp/venv/bin/mcp-server-time --local-timezone UTC\"\n\n"
                        "(an MCP server over stdio, installed by bash fcbench/environments/install_mcp_servers.sh; "
-                       "then: build-dataset stage1 my-clock --record)")
+                       "then: build-dataset stage1 my-clock --record)\n\n"
+                       "Example:  build-dataset new my-math --python datasets/nestful-gen/tools.py\n\n"
+                       "Example:  build-dataset new my-bank --offline --describe \"A retail bank's online banking: customers list their "
+                       "accounts and cards, check balances, read their transactions, move money between their own accounts, pay saved "
+                       "payees, and freeze or cancel a card.\"")
 @user_errors
 def new_command(
     name: str = typer.Argument(..., help="The new pipeline's name (also its folder datasets/NAME)."),
@@ -398,6 +433,15 @@ def new_command(
                                                 "(\"[NAME:] http://host:port/mcp\"); repeatable."),
     sandbox_seed: Optional[Path] = typer.Option(None, "--sandbox-seed", help="A folder copied into each sample's fresh "
                                                 "sandbox ({sandbox}): the files a filesystem server starts from (--mcp)."),
+    python: Optional[Path] = typer.Option(None, "--python", help="A Python module: each public function with type "
+                                          "hints and a docstring becomes a tool, executed in the python environment."),
+    describe: Optional[str] = typer.Option(None, "--describe", help="A description of a service: an LLM writes its "
+                                           "catalog (cached; reviewed by lint-tools); the LLM also simulates the answers."),
+    llm_model: str = typer.Option("gpt-4o-mini", "--llm-model", help="--describe: the model writing the catalog."),
+    llm_base_url: Optional[str] = typer.Option(None, "--llm-base-url", help="--describe: an OpenAI-compatible endpoint "
+                                               "(default: OPENAI_BASE_URL, else OpenAI)."),
+    offline: bool = typer.Option(False, "--offline", help="--describe: read the bundled recorded answer for this "
+                                 "description instead of asking an LLM."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="The server to call, replacing the descriptions' "
                                            "server URLs (--openapi)."),
     auth_env: Optional[str] = typer.Option(None, "--auth-env", help="NAME of the environment variable holding the API "
@@ -407,27 +451,47 @@ def new_command(
     force: bool = typer.Option(False, "--force", help="Write over an existing datasets/NAME folder."),
     as_json: JsonOption = False,
 ) -> None:
-    """Scaffold a benchmark over your own API (its OpenAPI description) or your MCP servers.
+    """Scaffold a benchmark over your own API (its OpenAPI description), your MCP servers, your own
+    Python functions, or a service an LLM describes.
 
-    Writes datasets/NAME/ beside the pipelines file (tools.json: one tool per operation or MCP
-    tool; value_pools.json: slots seeded from enums and examples; import_report.json: import notes,
-    what could not be imported and why, and lint-tools findings) and appends a pipeline to the
-    pipelines file (its comments and order kept): an `http` environment for --openapi, an `mcp`
-    environment for --mcp/--mcp-url (each server is started once to list its tools). Record
-    responses with `--record` on stage1/filter/run; without it calls are replayed offline from
-    datasets/NAME/recorded.json."""
-    if bool(openapi) == bool(mcp or mcp_url):
-        raise UserError("give either --openapi (your API's description) or --mcp/--mcp-url (MCP servers)")
+    Writes datasets/NAME/ beside the pipelines file (tools.json: one tool per operation, MCP tool
+    or function; value_pools.json: slots seeded from enums, examples and defaults;
+    import_report.json: import notes, what could not be imported and why, and lint-tools findings)
+    and appends a pipeline to the pipelines file (its comments and order kept). --openapi: an
+    `http` environment; --mcp/--mcp-url: an `mcp` environment (each server is started once to list
+    its tools). Record responses with `--record` on stage1/filter/run; without it calls are
+    replayed offline from datasets/NAME/recorded.json. --python: the module is copied to
+    datasets/NAME/tools.py and run by the `python` environment; a function without type hints is
+    an error naming it and its parameter, before anything is written. --describe: an LLM writes
+    the catalog from the text (prompt fcbench/prompts/describe_catalog.txt, answer cached in
+    datasets/NAME/build/), lint-tools reviews it (an error finding refuses it), and the pipeline's
+    `simulated` environment has the LLM answer the calls; --offline reads the bundled recorded
+    answer (fcbench/prompts/describe_catalog.recorded.jsonl) for exactly that description."""
+    chosen = [bool(openapi), bool(mcp or mcp_url), python is not None, describe is not None]
+    if chosen.count(True) != 1:
+        raise UserError("new takes exactly one tool source: --openapi FILE..., --mcp/--mcp-url SERVER..., "
+                        "--python MODULE or --describe TEXT")
     if sandbox_seed is not None and not (mcp or mcp_url):
         raise UserError("--sandbox-seed goes with --mcp: it seeds the MCP servers' per-sample sandbox")
+    if (base_url or auth_env) and not openapi:
+        raise UserError("--base-url and --auth-env go with --openapi")
     if mcp or mcp_url:
         from fcbench.pipeline.scaffold_mcp import McpSource, scaffold_mcp_dataset
 
-        if base_url or auth_env:
-            raise UserError("--base-url and --auth-env go with --openapi; an MCP server is named by --mcp or --mcp-url")
-        sources = [McpSource(text) for text in mcp or []] + [McpSource(text, is_url=True) for text in mcp_url or []]
-        result = scaffold_mcp_dataset(name, sources, file, force=force, sandbox_seed=sandbox_seed)
+        servers = [McpSource(text) for text in mcp or []] + [McpSource(text, is_url=True) for text in mcp_url or []]
+        result = scaffold_mcp_dataset(name, servers, file, force=force, sandbox_seed=sandbox_seed)
         what = f"{result.files} MCP server(s)"
+    elif describe is not None:
+        from fcbench.pipeline.scaffold import scaffold_described_dataset
+
+        result = scaffold_described_dataset(name, describe, file, offline=offline, model=llm_model,
+                                            base_url=llm_base_url, force=force)
+        what = f"{result.files} description(s)"
+    elif python is not None:
+        from fcbench.pipeline.scaffold import scaffold_python_dataset
+
+        result = scaffold_python_dataset(name, python, file, force=force)
+        what = f"{result.files} description(s)"
     else:
         from fcbench.pipeline.scaffold import scaffold_dataset
 

@@ -6,7 +6,8 @@ Checks run cheapest first, and the first failing one decides:
    the path has the shape the pipeline asks for (`min_nested_calls`: calls reading an earlier output);
 2. text: the query reads as a person writes (`fcbench.checks.query_text`): no joined clauses,
    doubled words, unfilled slots, dangling connectives, API codes, count-noun disagreement or
-   24-hour values with am/pm; a reject `text.<code>` (category failed_text) otherwise;
+   24-hour values with am/pm; a reject `text.<code>` (category failed_text) otherwise; and the path
+   has the shape the pipeline asks for (`min_nested_calls`: calls reading an earlier output);
 3. grounding: every literal argument value is grounded at the words its provenance names
    (`fcbench.checks.provenance`, `fcbench.checks.grounding`); reported on the kept sample, or a reject when the pipeline says so;
 4. execution: the gold path runs in the pipeline's environment;

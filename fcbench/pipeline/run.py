@@ -60,8 +60,16 @@ def _value_pools(pipeline: PipelineConfig, key: str, declared: str | None, what:
 def _stage1_reads(pipeline: PipelineConfig) -> tuple[Read, ...]:
     reads = [tool_catalog(pipeline, "stage1 samples tools from the catalog: name one with `tools:`"),
              *environment_reads(pipeline)]
-    if _stage1_llm(pipeline) is None:  # the graph sampler draws its start values from the pools
-        reads.append(_value_pools(pipeline, "stages.stage3.value_pools", pipeline.stages.stage3.value_pools,
+    seeds = pipeline.stages.stage1.from_seeds
+    if seeds is not None:  # NESTful-style: drafts from seed examples (generate.stage1.from_seeds)
+        reads.append(configured_file(pipeline, "stages.stage1.from_seeds.file", seeds.file, "seeds file"))
+        if _stage1_llm(pipeline) is None:
+            reads.append(configured_file(pipeline, "stages.stage1.from_seeds.phrases", seeds.phrases, "phrases file",
+                                         needed="the offline generator writes each question from the phrases"))
+    elif _stage1_llm(pipeline) is None:  # the graph sampler draws its start values from the pools
+        stage1_pools = pipeline.stages.stage1.value_pools
+        reads.append(_value_pools(pipeline, "stages.stage1.value_pools" if stage1_pools else "stages.stage3.value_pools",
+                                  stage1_pools or pipeline.stages.stage3.value_pools,
                                   "value pools file (the graph sampler's start values)"))
     return tuple(reads)
 

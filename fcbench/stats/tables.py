@@ -84,6 +84,14 @@ class DatasetStats:
     published_difficulty: dict[str, int] = field(default_factory=dict)  # as the source labelled it
     nesting_depth: dict[int, int] = field(default_factory=dict)
     dependencies: dict[int, int] = field(default_factory=dict)
+    # NESTful's measures: calls per sample (sequence length) and calls reading an earlier output
+    sequence_length: dict[int, int] = field(default_factory=dict)
+    nested_calls: dict[int, int] = field(default_factory=dict)
+    # CallNavi's table: per domain, samples by difficulty derived from the gold path, named as
+    # CallNavi names them (easy = one call, medium = several independent calls, hard = a call
+    # reads an earlier output), beside the published label when the source had one
+    difficulty_by_domain: dict[str, dict[str, int]] = field(default_factory=dict)
+    published_difficulty_by_domain: dict[str, dict[str, int]] = field(default_factory=dict)
     encoding: str = ENCODING  # the tokenizer every token count is made with
     context_histogram: dict[str, int] = field(default_factory=dict)  # bucket label -> samples
     long_context_share: float = 0.0  # samples over LONG_CONTEXT tokens
@@ -101,6 +109,10 @@ class DatasetStats:
             "published_difficulty": self.published_difficulty,
             "nesting_depth": {str(depth): n for depth, n in self.nesting_depth.items()},
             "dependencies": {str(count): n for count, n in self.dependencies.items()},
+            "sequence_length": {str(count): n for count, n in self.sequence_length.items()},
+            "nested_calls": {str(count): n for count, n in self.nested_calls.items()},
+            "difficulty_by_domain": self.difficulty_by_domain,
+            "published_difficulty_by_domain": self.published_difficulty_by_domain,
             "tokenizer": self.encoding,
             "context_histogram": self.context_histogram,
             "long_context_share": round(self.long_context_share, 4),
@@ -108,6 +120,13 @@ class DatasetStats:
             "constraint_kinds": self.constraint_kinds,
             "queries_with_constraints": self.queries_with_constraints,
         }
+
+
+# CallNavi's labels for fcbench's derived difficulty (builders notes §2.2: easy = exactly one call,
+# medium = several calls whose inputs all come from the question, hard = a later call needs an
+# earlier call's output); a sample without calls counts as none
+CALLNAVI_LEVELS = ("easy", "medium", "hard", "none")
+CALLNAVI_DIFFICULTY = {"single": "easy", "multiple": "medium", "nested": "hard", "none": "none"}
 
 
 def domain_key(sample: Sample) -> str:
@@ -157,6 +176,8 @@ class SampleFigures:
     measured: _Measured
     constraint_kinds: tuple[str, ...]
     published_label: str | None
+    n_calls: int = 0  # NESTful's sequence length
+    n_nested_calls: int = 0  # calls reading an earlier call's output
 
 
 def sample_figures(sample: Sample) -> SampleFigures:
@@ -165,7 +186,7 @@ def sample_figures(sample: Sample) -> SampleFigures:
     hardness = measure_hardness(sample)
     return SampleFigures(domain_key(sample), shape.difficulty.value, shape.nesting_depth, shape.n_dependencies,
                          _measured(shape, hardness), tuple(constraint.kind for constraint in hardness.constraints),
-                         published_difficulty(sample))
+                         published_difficulty(sample), shape.n_calls, shape.n_nested_calls)
 
 
 def _measured(shape: PathShape, hardness: SampleHardness) -> _Measured:
@@ -209,6 +230,10 @@ class StatsTally:
         self.labels: Counter[str] = Counter()
         self.constraint_kinds: Counter[str] = Counter()
         self.with_constraints = 0
+        self.sequence_lengths: Counter[int] = Counter()
+        self.nested_calls: Counter[int] = Counter()
+        self.by_domain_difficulty: dict[str, Counter[str]] = {}  # CallNavi's easy/medium/hard per domain
+        self.by_domain_label: dict[str, Counter[str]] = {}
 
     def add_reject(self, reason: str) -> None:
         self.reject_reasons[reason] += 1
@@ -221,8 +246,12 @@ class StatsTally:
         self.dependencies[figures.n_dependencies] += 1
         self.constraint_kinds.update(figures.constraint_kinds)
         self.with_constraints += bool(figures.constraint_kinds)
+        self.sequence_lengths[figures.n_calls] += 1
+        self.nested_calls[figures.n_nested_calls] += 1
+        self.by_domain_difficulty.setdefault(figures.domain, Counter())[CALLNAVI_DIFFICULTY[figures.difficulty]] += 1
         if figures.published_label is not None:
             self.labels[figures.published_label] += 1
+            self.by_domain_label.setdefault(figures.domain, Counter())[figures.published_label] += 1
 
     def result(self) -> DatasetStats:
         rows = [_domain_row(domain, self.by_domain[domain]) for domain in sorted(self.by_domain)]
@@ -237,6 +266,12 @@ class StatsTally:
             published_difficulty={label: self.labels[label] for label in sorted(self.labels, key=_label_sort_key)},
             nesting_depth=_sorted_counts(self.depths),
             dependencies=_sorted_counts(self.dependencies),
+            sequence_length=_sorted_counts(self.sequence_lengths),
+            nested_calls=_sorted_counts(self.nested_calls),
+            difficulty_by_domain={domain: {level: counts[level] for level in CALLNAVI_LEVELS}
+                                  for domain, counts in sorted(self.by_domain_difficulty.items())},
+            published_difficulty_by_domain={domain: {label: counts[label] for label in sorted(self.labels, key=_label_sort_key)}
+                                            for domain, counts in sorted(self.by_domain_label.items())},
             context_histogram={label: histogram[label] for label in BUCKET_LABELS},
             long_context_share=(sum(row.context_tokens > LONG_CONTEXT for row in self.all_rows) / len(self.all_rows)
                                 if self.all_rows else 0.0),

@@ -355,7 +355,7 @@ def stats_to_json(stats: DatasetStats) -> dict[str, Any]:
 def stats_from_json(value: dict[str, Any]) -> DatasetStats:
     fields = dict(value)
     fields["domains"] = [DomainRow(**row) for row in fields["domains"]]
-    for name in ("nesting_depth", "dependencies"):  # JSON object keys are strings; these are counts
+    for name in ("nesting_depth", "dependencies", "sequence_length", "nested_calls"):  # JSON keys are strings; these are counts
         fields[name] = {int(key): count for key, count in fields[name].items()}
     return DatasetStats(**fields)
 

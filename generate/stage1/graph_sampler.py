@@ -1235,6 +1235,7 @@ class ToolSubset:
     goals: tuple[str, ...]
     domains: tuple[str, ...]
     cross_domain: bool
+    difficulty: str | None = None  # CallNavi level the draft must have (generate.stage1.quotas), if any
 
 
 def cross_domain_flags(count: int, ratio: float, seed: int) -> list[bool]:
@@ -1277,6 +1278,11 @@ def sample_tool_subset(index: int, cross: bool, graph: FeedGraph, sizes: Sequenc
     extra = rng.sample(others, max(0, min(len(others), size - len(needed))))
     offered = needed | set(extra)
     return ToolSubset(tuple(name for name in graph.tools if name in offered), goals, tuple(picked), cross and len(picked) > 1)
+
+
+def tools_needed(graph: FeedGraph, tool: str, allowed: set[str], rng: random.Random) -> set[str]:
+    """The tools a path ending at `tool` needs (the tool, one source per fed group, recursively)."""
+    return _closure(graph, tool, allowed, rng)
 
 
 def _closure(graph: FeedGraph, tool: str, allowed: set[str], rng: random.Random,

@@ -8,6 +8,11 @@ one domain, or across two for a `cross_domain_ratio` share; sizes from `tool_sub
   returned as a tool message, until the model answers in text or `max_steps` is reached;
 - without one (no `llm:`, `--offline` or `stage1.offline: true`): the graph sampler
   (`generate.stage1.graph_sampler`) chains tools whose outputs feed later inputs.
+Two other ways to plan drafts: `stages.stage1.difficulty_quotas` (CallNavi-style: each draft's
+level, easy / medium / hard, is planned and its path checked against it; `generate.stage1.quotas`),
+and `stages.stage1.from_seeds` (NESTful-style: drafts from seed examples, `generate.stage1.from_seeds`).
+`candidates: domain | catalog` offers every tool of the draft's domain or of the catalog, up to
+`candidate_tools_max`.
 Output under the build folder: drafts.jsonl (canonical samples, each valid), drafts.rejects.jsonl
 (why a draft could not be made, with the model's raw text), stage1.summary.json (counts, rejects by
 reason, LLM tokens and cost). The same seed (and, with an LLM, the same cached answers) gives
@@ -42,6 +47,7 @@ from fcbench.checks.validate import validate_record
 from generate.stage1.graph_sampler import (DEFAULT_PHRASES, DeclaredFeedsError, DraftRequest, FeedGraph, PhraseBook,
                                            PlanFailed, ToolSubset, build_feed_graph, cross_domain_flags, load_declared_feeds,
                                            pool_advice, propose_draft, sample_tool_subset, tool_domain)
+from generate.stage1.quotas import DERIVED, check_quotas, difficulty_plan, quota_counts, quota_subset, widened
 from generate.common import PROMPTS, in_windows, user_query_parser, value_pools_path
 from generate.slots import ValuePools, load_value_pools
 from fcbench.stage import PipelineContext, StageSummary
@@ -93,22 +99,45 @@ def run_stage1(pipeline: PipelineConfig, offline: bool = False, environment: Env
     Streams: each draft is written as it is made, so memory does not grow with `queries`."""
     tools = _catalog(pipeline)
     use_llm = not (offline or pipeline.stages.stage1.offline or pipeline.llm is None)
-    pools = _value_pools(pipeline, required=not use_llm)
-    try:
-        declared = load_declared_feeds(pipeline.dataset_path / FEEDS, tools)
-    except DeclaredFeedsError as exc:
-        raise UserError(str(exc)) from None
-    with StageProgress("stage1 feed graph (tools linked)", len(tools)) as linking:
-        graph = build_feed_graph(tools, pools, declared, progress=linking.advance)
+    from_seeds = pipeline.stages.stage1.from_seeds is not None
+    graph, pools = None, None
+    if from_seeds:
+        from generate.stage1 import from_seeds as seeds_generator
+
+        seeds_generator.read_seeds(pipeline)  # a missing or empty seeds file is an error before anything runs
+    else:
+        pools = _value_pools(pipeline, required=not use_llm)
+        try:
+            declared = load_declared_feeds(pipeline.dataset_path / FEEDS, tools)
+        except DeclaredFeedsError as exc:
+            raise UserError(str(exc)) from None
+        with StageProgress("stage1 feed graph (tools linked)", len(tools)) as linking:
+            graph = build_feed_graph(tools, pools, declared, progress=linking.advance)
+        quotas = pipeline.stages.stage1.difficulty_quotas
+        if quotas is not None:
+            if use_llm:
+                raise UserError("stages.stage1.difficulty_quotas plans each draft's calls: it needs the offline "
+                                "graph sampler (stages.stage1.offline: true or --offline)")
+            check_quotas(graph, quotas, pipeline.stages.stage1.queries, pipeline.stages.stage1.candidates)
     paths = Stage1Paths.in_dir(pipeline.build_dir)
+    seeds_summary: dict[str, Any] | None = None
     with StagedFile(paths.drafts) as drafts, StagedFile(paths.rejects) as rejects:
         written = _Written(drafts, rejects)
         with environment_for(pipeline, [], environment) as opened:
-            generator, llm_summary = _generate(pipeline, tools, graph, pools, opened, use_llm, written)
+            if from_seeds and use_llm:
+                generator, (llm_summary, seeds_summary) = (pipeline.llm.model if pipeline.llm else ""), \
+                    seeds_generator.run_llm(pipeline, tools, opened, written.add, draft_id)
+            elif from_seeds:
+                generator, llm_summary = seeds_generator.GENERATOR, None
+                seeds_summary = seeds_generator.run_offline(pipeline, tools, opened, written.add, draft_id)
+            else:
+                generator, llm_summary = _generate(pipeline, tools, graph, pools, opened, use_llm, written)
         guarded = place_guarded(drafts, rejects, force=force, min_share=pipeline.min_output_share)
     summary = _summary(pipeline, written, generator, use_llm, llm_summary)
+    if seeds_summary is not None:
+        summary["seeds"] = seeds_summary
     finish_summary(guarded, summary, {"drafts": paths.drafts, "rejects": paths.rejects}, paths.summary)
-    advice = [] if use_llm else pool_advice(graph, pools, str(value_pools_path(pipeline)))
+    advice = [] if use_llm or graph is None or pools is None else pool_advice(graph, pools, str(value_pools_path(pipeline)))
     return Stage1Result(guarded.path(paths.drafts), guarded.path(paths.rejects), summary, advice)
 
 
@@ -182,10 +211,22 @@ SubsetOrReject = tuple[int, "ToolSubset | dict[str, Any]"]
 
 def _subsets(pipeline: PipelineConfig, graph: FeedGraph, use_llm: bool) -> Iterator[SubsetOrReject]:
     settings = pipeline.stages.stage1
+    if settings.difficulty_quotas is not None:  # CallNavi-style: the level of each draft is planned
+        for index, level in enumerate(difficulty_plan(settings.queries, settings.difficulty_quotas, pipeline.seed)):
+            try:
+                yield index, quota_subset(index, level, graph, settings.tool_subset_sizes, settings.candidates,
+                                          settings.candidate_tools_max, pipeline.seed)
+            except PlanFailed as exc:
+                yield index, {"id": draft_id(pipeline, index), "reason": "stage1.no_tool_subset", "detail": str(exc),
+                              "difficulty": level}
+        return
     for index, cross in enumerate(cross_domain_flags(settings.queries, settings.cross_domain_ratio, pipeline.seed)):
         try:
-            yield index, sample_tool_subset(index, cross, graph, settings.tool_subset_sizes, pipeline.seed,
-                                            plannable_only=not use_llm, chain_bias=settings.chain_bias)
+            subset = sample_tool_subset(index, cross, graph, settings.tool_subset_sizes, pipeline.seed,
+                                        plannable_only=not use_llm, chain_bias=settings.chain_bias)
+            if settings.candidates != "subset":  # every tool of the draft's domain(s), or of the catalog, up to the cap
+                subset = widened(subset, graph, settings.candidates, settings.candidate_tools_max)
+            yield index, subset
         except PlanFailed as exc:
             yield index, {"id": draft_id(pipeline, index), "reason": "stage1.no_tool_subset", "detail": str(exc)}
 
@@ -208,7 +249,14 @@ def _summary(pipeline: PipelineConfig, written: _Written, generator: str, use_ll
         "difficulty": dict(sorted(written.difficulty.items())),
         "reasons": dict(sorted(written.reasons.items())),
         "llm": llm_summary,
+        **({"quotas": _quota_summary(pipeline, written)} if pipeline.stages.stage1.difficulty_quotas else {}),
     }
+
+
+def _quota_summary(pipeline: PipelineConfig, written: _Written) -> dict[str, dict[str, int]]:
+    """Per CallNavi level: drafts asked by the quota and drafts made (the others are rejects)."""
+    asked = quota_counts(pipeline.stages.stage1.queries, pipeline.stages.stage1.difficulty_quotas or {})
+    return {level: {"asked": asked[level], "made": written.difficulty[DERIVED[level]]} for level in asked}
 
 
 # ------------------------------------------------------------------------------ offline path
@@ -248,6 +296,11 @@ def _offline_outcome(pipeline: PipelineConfig, index: int, subset: ToolSubset, t
         except PlanFailed as exc:
             failures[str(exc)] += 1
             continue
+        if subset.difficulty is not None:  # CallNavi quota: the path must have the planned level
+            shape = path_shape(Sample(id="probe", messages=[], tools=offered, calls=proposed.calls))
+            if shape.difficulty.value != DERIVED[subset.difficulty]:
+                failures[f"planned {subset.difficulty}, the path is {shape.difficulty.value}"] += 1
+                continue
         plan = plan_key(proposed.calls)
         if proposed.query in seen_queries or plan in seen_queries:
             failures["the query repeats an earlier draft"] += 1
@@ -283,7 +336,8 @@ def _offline_sample(pipeline: PipelineConfig, index: int, subset: ToolSubset, of
         calls=calls,
         provenance=Provenance(stage="stage1", model=GRAPH_SAMPLER, prompt_file=phrases.shown_as,
                               prompt_hash=phrases.sha256, seed=pipeline.seed, sampled_tools=list(subset.tools)),
-        meta={"stage1": {"cross_domain": subset.cross_domain, "goals": list(subset.goals), "attempts": attempts},
+        meta={"stage1": {"cross_domain": subset.cross_domain, "goals": list(subset.goals), "attempts": attempts,
+                         **({"planned_difficulty": subset.difficulty} if subset.difficulty else {})},
               **({PICKS_META: list(picks)} if picks else {})},
     )
 

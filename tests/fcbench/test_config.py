@@ -43,8 +43,8 @@ def _problems(tmp_path: Path, text: str) -> list[str]:
 
 def test_shipped_pipelines_file_declares_travel_nestful_math_and_amadeus():
     config = load_pipelines(REPO / "pipelines.yaml")
-    assert list(config.pipelines) == ["travel", "nestful-math", "amadeus", "travel-chat", "travel-chat-all", "travel-full",
-                                     "workspace"]
+    assert list(config.pipelines) == ["travel", "nestful-math", "nestful-gen", "travel-navi", "amadeus", "travel-chat",
+                                      "travel-chat-all", "travel-full", "workspace"]
     every_type = config.get_pipeline("travel-chat-all").conversation
     assert set(every_type.complexities) == set(COMPLEXITIES) and len(COMPLEXITIES) == 13
     assert every_type.review.enabled and every_type.review.export_file

@@ -168,8 +168,8 @@ def test_pipelines_lists_the_shipped_file():
     result = _run("pipelines", "--file", repo_file, "--json")
     assert result.exit_code == 0
     report = json.loads(result.stdout)
-    assert list(report["pipelines"]) == ["travel", "nestful-math", "amadeus", "travel-chat", "travel-chat-all",
-                                         "travel-full", "workspace"]
+    assert list(report["pipelines"]) == ["travel", "nestful-math", "nestful-gen", "travel-navi", "amadeus", "travel-chat",
+                                         "travel-chat-all", "travel-full", "workspace"]
     assert report["pipelines"]["travel"]["stages"]["stage1"]["offline"] is True
     assert "api_key" not in report["pipelines"]["travel"]["llm"]
     table = _run("pipelines", "--file", repo_file)

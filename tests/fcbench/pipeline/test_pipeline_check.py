@@ -18,8 +18,9 @@ REPO = Path(__file__).resolve().parents[3]
 def test_the_bundled_pipelines_pass_the_check():
     result = CliRunner().invoke(app, ["pipelines", "--check", "--file", str(REPO / "pipelines.yaml"), "--json"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["problems"] == {"travel": [], "nestful-math": [], "amadeus": [], "travel-chat": [],
-                                                     "travel-chat-all": [], "travel-full": [], "workspace": []}
+    assert json.loads(result.stdout)["problems"] == {"travel": [], "nestful-math": [], "nestful-gen": [], "travel-navi": [],
+                                                     "amadeus": [], "travel-chat": [], "travel-chat-all": [],
+                                                     "travel-full": [], "workspace": []}
 
 
 def test_every_broken_link_of_a_chain_is_reported_with_its_key(tmp_path):
