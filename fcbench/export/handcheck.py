@@ -1,7 +1,7 @@
 """The hand-checked set: built samples read by a person, one verdict each, and the error rate of a
 build measured on its held-out part (pure, apart from `read_handcheck`).
 
-Each line of the file (`tests/data/gold_handcheck.jsonl` for the bundled builds) is
+Each line of the file (`datasets/<build>/handcheck.jsonl` for the bundled builds) is
 `{"build", "sample_id", "verdict": "ok"|"problem", "kind", "note", "split": "tuning"|"held_out"}`.
 The split is a seeded hash of the sample id (`split_of`), so which samples are held out is decided
 before anyone reads them; the held-out part is never used to tune a rule, and the error rate the

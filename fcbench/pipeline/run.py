@@ -200,13 +200,18 @@ def stages_to_run(pipeline: PipelineConfig) -> list[Stage]:
     pipelines.yaml to the report (the later stages run with their defaults when not declared). A
     pipeline whose data comes in at the filter (nestful-math: the published samples are its
     candidates, `stages.filter.input`) declares no stage1-3, so none of them runs; a pipeline that
-    declares no stage at all runs every stage. A `kind: conversation` pipeline runs all of its
+    declares no stage at all runs every stage; a pipeline whose filter reads a named file
+    (`stages.filter.input`) runs stage2 and stage3 only when it declares them. A `kind: conversation` pipeline runs all of its
     stages (its stage1 is declared by its `conversation:` block)."""
     stages = automatic_stages(pipeline)
     if pipeline.kind == "conversation":
         return stages
     declared = set(pipeline.declared_stages())
     first = next((index for index, stage in enumerate(stages) if stage.name in declared), 0)
+    if pipeline.stages.filter.input:
+        # the filter reads a named file (nestful-gen, travel-navi: stage1's drafts are the
+        # candidates): the stages between generation and the filter run only when declared
+        return [stage for stage in stages[first:] if stage.name in declared or stage.name not in ("stage2", "stage3")]
     return stages[first:]
 
 

@@ -1,4 +1,4 @@
-"""The hand-checked set (tests/data/gold_handcheck.jsonl, issue 26 item 4): every line names a
+"""The hand-checked set (datasets/<build>/handcheck.jsonl, issue 26 item 4): every line names a
 sample of the current bundled builds, its held-out part is the one its seeded hash says, it covers
 what the issue asks (60 travel-full samples by domain, all of travel, 20 of amadeus, 10
 conversations of travel-chat), and each built card states the error rate measured on the held-out
@@ -15,11 +15,11 @@ from pathlib import Path
 from build_digests import REPO, build, build_dir_of, clean_copy
 from fcbench.export.handcheck import HOW_MEASURED, parse_handcheck, split_of, summarize
 
-HANDCHECK = REPO / "tests" / "data" / "gold_handcheck.jsonl"
+HANDCHECKS = [REPO / "datasets" / build / "handcheck.jsonl" for build in ("travel", "amadeus", "travel-chat", "travel-full")]
 
 
 def _checks():
-    return parse_handcheck(HANDCHECK.read_text(encoding="utf-8"), str(HANDCHECK))
+    return [check for path in HANDCHECKS for check in parse_handcheck(path.read_text(encoding="utf-8"), str(path))]
 
 
 def test_the_held_out_part_is_chosen_by_the_hash_and_is_about_a_third() -> None:
@@ -53,7 +53,7 @@ def test_each_line_names_a_built_sample_and_the_cards_state_the_rate(tmp_path: P
         ids = {json.loads(line)["id"] for line in (build_dir / "validated.jsonl").read_text().splitlines()}
         named = {c.sample_id for c in checks if c.build == pipeline}
         assert named and named <= ids, sorted(named - ids)
-        summary = summarize(checks, pipeline, "tests/data/gold_handcheck.jsonl")
+        summary = summarize(checks, pipeline, f"datasets/{pipeline}/handcheck.jsonl")
         card = (build_dir / "export" / "README.md").read_text()
         assert "### Measured error rate" in card
         assert (f"**{summary.held_out_problems} of {summary.held_out} held-out samples "

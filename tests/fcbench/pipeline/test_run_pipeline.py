@@ -82,6 +82,9 @@ def test_run_starts_at_the_first_stage_a_pipeline_declares(tmp_path):
     assert [s.name for s in stages_to_run(pipelines.get_pipeline("nestful-math"))] == ["filter", "export", "report"]
     assert [s.name for s in stages_to_run(pipelines.get_pipeline("travel"))] == [
         "stage1", "stage2", "stage3", "filter", "export", "report"]
+    for generated_then_filtered in ("nestful-gen", "travel-navi"):  # stage1's drafts are the filter's input
+        assert [s.name for s in stages_to_run(pipelines.get_pipeline(generated_then_filtered))] == [
+            "stage1", "filter", "export", "report"]
     assert [s.name for s in stages_to_run(pipelines.get_pipeline("travel-chat"))] == [
         "stage1", "stage2", "filter", "export", "report"]
 
