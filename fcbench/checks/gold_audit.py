@@ -42,7 +42,7 @@ from typing import Any, Mapping, Sequence
 
 from fcbench.checks.constraints import bound_decides, parse_path, pick_entries, read_indexes, select_index
 from fcbench.checks.derivation import QueryFacts, is_iso_date
-from fcbench.checks.provenance import (CARRIED_PARAMETERS, Provenance, entry_choices, parameter_schemas, pick_records, pick_spans,
+from fcbench.checks.provenance import (CARRIED_PARAMETERS, Provenance, QuerySpan, ValueSource, entry_choices, parameter_schemas, pick_records, pick_spans,
                                        responses_before)
 from fcbench.references import iter_references, parse_reference
 from fcbench.resolve import walk_path
@@ -254,7 +254,7 @@ def redundant_call_problems(sample: Sample, provenance: Provenance) -> list[Gold
     query = user_query(sample).lower()
     fragments: dict[str, set[Any]] = {}
     for call in calls:
-        own = {span.key() for source in provenance.get(call.label, {}).values() for span in source.spans}
+        own = {span.key() for source in provenance.get(call.label, {}).values() for span in _all_spans(source)}
         others = {word for other in calls if other.name != call.name for word in tool_words(other.name)}
         own |= {("tool", word) for word in tool_words(call.name) - others
                 if re.search(rf"\b{re.escape(word)}s?\b", query)}
@@ -264,12 +264,22 @@ def redundant_call_problems(sample: Sample, provenance: Provenance) -> list[Gold
             continue
         chain = _exclusive_chain(call.label, calls, readers)
         served = set().union(*(fragments[label] for label in chain))
+        if not served and call.label in provenance:
+            # the map knows the call but ties none of its values to words (each read from a response,
+            # or inside a list argument): nothing shows it repeats another call, so it is no verdict
+            continue
         elsewhere = set().union(*(fragments[c.label] for c in calls if c.label not in chain))
         if not served - elsewhere:
             problems.append(GoldProblem("gold.redundant_call", f"nothing in the query asks for {call.label} "
                                         f"({call.name}): no other call reads it, and every word it and the calls "
                                         "only it reads serve is served by another call"))
     return problems
+
+
+def _all_spans(source: ValueSource) -> list[QuerySpan]:
+    """The words a value is tied to, those of a composite's parts included (a list argument's
+    entries: `observations[0].entityName` said "Alice")."""
+    return [*source.spans, *(span for part in source.parts for span in _all_spans(part))]
 
 
 def _exclusive_chain(leaf: str, calls: Sequence[Call], readers: Mapping[str, set[str]]) -> set[str]:

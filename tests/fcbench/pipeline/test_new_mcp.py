@@ -130,7 +130,7 @@ def test_a_server_that_does_not_start_is_one_clear_line_and_nothing_is_written(t
     missing = new(root, "broken", "--mcp", "no-such-program --flag")
     assert missing.returncode == 1 and "cannot be started" in missing.stderr
     both = new(root, "broken", "--mcp", "x", "--openapi", "spec.json")
-    assert both.returncode == 1 and "either --openapi" in both.stderr
+    assert both.returncode == 1 and "exactly one tool source" in both.stderr
 
 
 def test_new_over_streamable_http_and_the_environment_calls_it(tmp_path):
