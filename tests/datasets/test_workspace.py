@@ -136,7 +136,7 @@ def test_gold_paths_re_executed_live_give_the_recorded_answers():
         done = subprocess.run([str(BUILD_DATASET), "run", "workspace", "--offline"], cwd=REPO, capture_output=True,
                               text=True, timeout=1200)
         assert done.returncode == 0, done.stderr[-2000:]
-    samples = [item for item in read_samples(validated, "fcbench") if isinstance(item, Sample) and item.id.endswith("-v1")]
+    samples = [item for item in read_samples(validated, "fcbench") if isinstance(item, Sample) and item.id.endswith(("-v1", "-v2"))]
     assert len(samples) >= 40
     with open_environment(pipeline, samples) as environment:
         results = execute_gold_paths(samples, environment)
