@@ -332,15 +332,24 @@ def unserved_problems(sample: Sample, provenance: Provenance) -> list[GoldProble
                 problems.append(GoldProblem("gold.unserved_request", f"the query says {match.group(0)!r} and no call uses it"))
     called = {call.name for call in sample.all_calls()}
     called_words = {word for name in called for word in tool_words(name)}
+    # a word a called tool's own description uses is that tool's ("pick-up locations of rental
+    # cars" is the car-location look-up, not a rental search)
+    called_words |= {_stem_word(word) for tool in sample.tools if tool.name in called
+                     for word in re.findall(r"[a-z]+", (tool.description or "").lower())}
     lowered = query.lower()
     for tool in sample.tools:
         if tool.name in called:
             continue
-        own = {word for word in tool_words(tool.name) - called_words if len(word) > 3}
+        own = {word for word in tool_words(tool.name) if word not in called_words
+               and _stem_word(word) not in called_words and len(word) > 3}
         if own and all(re.search(rf"\b{re.escape(word)}s?\b", lowered) for word in own):
             problems.append(GoldProblem("gold.unserved_request", f"the query asks for {' '.join(sorted(own))} "
                                         f"({tool.name}) and no call does it"))
     return problems
+
+
+def _stem_word(word: str) -> str:
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
 
 
 def _all_spans(source: Any) -> list[Any]:

@@ -119,7 +119,7 @@ def test_the_bad_line_share_comes_from_the_command_line_else_the_pipeline(tmp_pa
             max_bad_line_share: 0.8
             environment: {{kind: python, module: {tools}, timeout_s: 5, workers: 1}}
             stages:
-              filter: {{grounding: report, tolerance: {{mode: round_to_gold}}}}
+              filter: {{grounding: report, gold_audit: report, tolerance: {{mode: round_to_gold}}}}
         """))
     filtered = runner.invoke(app, ["filter", "m", "--file", str(tmp_path / "pipelines.yaml"), "--input", str(path), "--json"])
     assert filtered.exit_code == 0, filtered.output

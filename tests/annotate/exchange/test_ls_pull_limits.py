@@ -52,8 +52,11 @@ def test_two_tasks_of_one_draft_with_different_gold_are_reported_and_neither_is_
              _task(5, rome, 15)]
     # an earlier pull's template of the disputed draft must not come back either
     report, summary, gold, rejects = _pull(tmp_path, [sydney, paris, rome], tasks, previous=[sydney])
-    assert summary["reasons"]["conflicting_gold"] == 2 and report.counts["rejected"] == 2
-    assert "airports-sydney" not in gold and {"hotels-paris", "hotels-rome-wrong"} <= gold
+    # hotels-rome-wrong (its path searches Paris for a query about Rome) accepted as drafted is wrong
+    # gold: its value has no source in the query, so the pull refuses it too
+    assert summary["reasons"] == {"conflicting_gold": 2, "provenance_missing": 1}
+    assert report.counts["rejected"] == 3
+    assert "airports-sydney" not in gold and "hotels-rome-wrong" not in gold and "hotels-paris" in gold
     disputed = {row["label_studio_task_id"]: row for row in rejects if row["reason"] == "conflicting_gold"}
     assert set(disputed) == {1, 2}
     assert "in task 2" in disputed[1]["problems"][0]["message"] and "in task 1" in disputed[2]["problems"][0]["message"]
