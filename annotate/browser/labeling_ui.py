@@ -203,9 +203,14 @@ class LabelingSession:
         self.actions += len(text)
 
     def edit_raw_path(self, old: str, new: str, occurrence: int = 0) -> None:
-        """Change text inside the raw JSON box as a person does: click at the text (one click puts
-        the caret there; a double-click or a drag selects it), then type the replacement."""
-        area = self.page.locator(".lsf-main-view textarea[name^='path_json']")
+        """Change text inside the raw JSON box (see `edit_text`)."""
+        self.edit_text("path_json", old, new, occurrence)
+
+    def edit_text(self, name: str, old: str, new: str, occurrence: int = 0) -> None:
+        """Change text inside a pre-filled text box (`query`, `path_json`) as a person does: click at
+        the text (one click puts the caret there; a double-click or a drag selects it), then type
+        the replacement."""
+        area = self.page.locator(f".lsf-main-view textarea[name^='{name}']")
         text = area.input_value()
         start = -1
         for _ in range(occurrence + 1):

@@ -98,6 +98,7 @@ class QueueSession:
                 ui.tick_entry("var_1.data[4]")
                 ui.pick_reference(2, 2, "dest_id", "var_1.data[2].dest_id")
                 ui.pick_reference(2, 1, "search_type", "var_1.data[2].search_type")
+                ui.edit_text("query", "a hotel in Paris", "a hotel in Montmartre, Paris")  # say which one
                 ui.type_note(NOTE)
             sample_id = ui.submit()
 
