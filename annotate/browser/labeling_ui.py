@@ -206,12 +206,26 @@ class LabelingSession:
         """Change text inside the raw JSON box (see `edit_text`)."""
         self.edit_text("path_json", old, new, occurrence)
 
+    def clear_text(self, name: str) -> None:
+        """Empty a pre-filled text box (select all, delete), as a person who wants it worked out again."""
+        area = self.page.locator(f".lsf-main-view textarea[name^='{name}:']").first
+        self._click(area)
+        self.page.keyboard.press("Control+A")
+        self.page.keyboard.press("Delete")
+        self.page.keyboard.press("Tab")
+        self.actions += 3
+
     def edit_text(self, name: str, old: str, new: str, occurrence: int = 0) -> None:
         """Change text inside a pre-filled text box (`query`, `path_json`) as a person does: click at
         the text (one click puts the caret there; a double-click or a drag selects it), then type
         the replacement."""
-        area = self.page.locator(f".lsf-main-view textarea[name^='{name}']")
+        boxes = self.page.locator(f".lsf-main-view textarea[name^='{name}']")
+        # the box holding the text (a text region's editable value, not the empty box for a new one)
+        area = next((boxes.nth(i) for i in range(boxes.count()) if old in boxes.nth(i).input_value()), boxes.first)
         text = area.input_value()
+        if old not in text:
+            seen = self.page.eval_on_selector_all(".lsf-main-view textarea", "es => es.map(e => [e.name, e.value.slice(0, 80)])")
+            raise AssertionError(f"{old!r} is in no {name} box; boxes: {seen}")
         start = -1
         for _ in range(occurrence + 1):
             start = text.index(old, start + 1)
