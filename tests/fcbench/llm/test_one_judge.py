@@ -63,7 +63,7 @@ def test_a_verdict_is_asked_once_cached_and_an_unreadable_one_fails_closed(tmp_p
             assert verdicts[0] is True and verdicts[2] is False
             assert isinstance(verdicts[1], JudgeError) and verdicts[1].raw_text == "I am not sure"
             assert session.ask(judge, {"thing": "a stone"}).reason == verdicts[1].reason  # remembered: not asked again
-        assert [text.split("Is ")[1].split(" a fruit")[0] for text in asked] == ["an apple", "a stone", "a stone", "a chair"]
+        assert sorted(text.split("Is ")[1].split(" a fruit")[0] for text in asked) == ["a chair", "a stone", "a stone", "an apple"]  # the retry of the unreadable one may come after the others
         # a new session on the same cache pays nothing for the readable verdicts; the unreadable one is asked again
         asked.clear()
         with JudgeSession(config, tmp_path / "judges.sqlite", environ={}) as session:
