@@ -161,16 +161,7 @@ def pipeline_entry(name: str, dataset_dir: str, imported: OpenAPIImport, base_ur
         "        queries: 20",
         "      stage2:",
         f"        export_file: {dataset_dir}/annotations/stage2_export.json.gz   # `stage2 pull {name} --save-export` this file; `run` reads it",
-        "      stage3:",
-        "        variants: 3",
-        "        fill: slots",
-        f"        value_pools: {dataset_dir}/value_pools.json",
-        "      filter:",
-        "        grounding: reject",
-        "      export:",
-        "        split: ratio",
-        "        ratios: {test: 1.0}",
-        "        formats: [parquet, fcbench]",
+        *generation_tail(dataset_dir),
     ]
     return "\n".join(lines) + "\n"
 
@@ -342,16 +333,7 @@ def python_pipeline_entry(name: str, dataset_dir: str, module: str, tools: int) 
         "      stage1:",
         "        offline: true            # graph sampler: start values from value_pools.json",
         "        queries: 20",
-        "      stage3:",
-        "        variants: 3",
-        "        fill: slots",
-        f"        value_pools: {dataset_dir}/value_pools.json",
-        "      filter:",
-        "        grounding: reject",
-        "      export:",
-        "        split: ratio",
-        "        ratios: {test: 1.0}",
-        "        formats: [parquet, fcbench]",
+        *generation_tail(dataset_dir),
     ]) + "\n"
 
 
@@ -381,6 +363,22 @@ def scaffold_python_dataset(name: str, module: Path, pipelines_file: Path, *, fo
         write_text(pipelines_file, _appended(pipelines_file, name, entry))
     return ScaffoldResult(name, dataset_dir, len(records), 1, len(pools["slots"]), [], count_by_code(findings),
                           [finding.as_dict() for finding in findings], str(pipelines_file))
+
+
+def generation_tail(dataset_dir: str) -> list[str]:
+    """The stage3, filter and export settings every scaffolded pipeline starts with (one text)."""
+    return [
+        "      stage3:",
+        "        variants: 3",
+        "        fill: slots",
+        f"        value_pools: {dataset_dir}/value_pools.json",
+        "      filter:",
+        "        grounding: reject",
+        "      export:",
+        "        split: ratio",
+        "        ratios: {test: 1.0}",
+        "        formats: [parquet, fcbench]",
+    ]
 
 
 def _appended(pipelines_file: Path, name: str, entry: str) -> str:

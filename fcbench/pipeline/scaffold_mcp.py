@@ -29,7 +29,7 @@ from fcbench.config import PIPELINE_NAME_PATTERN, load_pipelines
 from fcbench.environments.mcp_client import McpConnection, McpFailure, McpPortal, ServerLaunch, parse_command_line
 from fcbench.errors import UserError
 from fcbench.jsonl import write_json, write_text
-from fcbench.pipeline.scaffold import ScaffoldResult, _appended, value_pools
+from fcbench.pipeline.scaffold import ScaffoldResult, _appended, generation_tail, value_pools
 from fcbench.sample import Tool
 
 _PREFIX = re.compile(r"^(?P<name>[a-z][a-z0-9_-]*):\s+(?P<rest>.+)$", re.S)
@@ -163,16 +163,7 @@ def pipeline_entry(name: str, dataset_dir: str, servers: list[ListedServer], see
         "      stage1:",
         "        offline: true            # graph sampler (start values from value_pools.json)",
         "        queries: 20",
-        "      stage3:",
-        "        variants: 3",
-        "        fill: slots",
-        f"        value_pools: {dataset_dir}/value_pools.json",
-        "      filter:",
-        "        grounding: reject",
-        "      export:",
-        "        split: ratio",
-        "        ratios: {test: 1.0}",
-        "        formats: [parquet, fcbench]",
+        *generation_tail(dataset_dir),
     ]
     return "\n".join(lines) + "\n"
 
