@@ -415,7 +415,8 @@ def entry_choices(sample: Sample, call: Call, reference_text: str, responses: Ma
             if size == 1:  # its only entry: an ordinal there says so (its words are served), never more
                 choices.append(EntryChoice(list_path, part, size, "single",
                                            query_spans(query, places[0][0], places[0][1]) if places else None))
-            elif size is not None and size > 1 and part < size and not places and _named_entry(entries, part, names):
+            elif size is not None and size > 1 and part < size and not places and (
+                    _named_entry(entries, part, names) or _entry_named_in_query(entries, part, query)):
                 choices.append(EntryChoice(list_path, part, size, "name"))
             else:
                 rule = "ordinal" if places else "unstated"
@@ -516,6 +517,27 @@ def _named_entry(entries: Sequence[Any], index: int, names: set[str]) -> bool:
             if same == 1:
                 return True
     return False
+
+
+def _entry_named_in_query(entries: Sequence[Any], index: int, query: str) -> bool:
+    """The query names the entry itself: its `name` is in the query's words and no other entry
+    has that name; when the query names several entries ("a hotel in Montmartre, Paris" names
+    the district and the city), the one meant is the entry whose own text mentions all the
+    others (Montmartre's label says "Montmartre, Paris, ..."; Paris's says nothing of Montmartre)."""
+    def name_of(entry: Any) -> str:
+        value = entry.get("name") if isinstance(entry, dict) else None
+        return value.strip().lower() if isinstance(value, str) and len(value.strip()) > 2 else ""
+
+    def said(name: str) -> bool:
+        return bool(name) and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", query, re.I) is not None
+
+    names = [name_of(entry) for entry in entries]
+    mine = names[index]
+    if not said(mine) or names.count(mine) != 1:
+        return False
+    others = {name for position, name in enumerate(names) if position != index and said(name)}
+    own_text = " ".join(str(value).lower() for value in entries[index].values() if isinstance(value, str))
+    return all(re.search(rf"(?<!\w){re.escape(name)}(?!\w)", own_text) for name in others)
 
 
 def reference_source(sample: Sample, call: Call, value: Any, responses: Mapping[str, Any], query: str,

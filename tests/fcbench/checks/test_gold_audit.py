@@ -82,6 +82,18 @@ def test_every_entry_read_is_chosen_by_the_query():
     unnamed.calls[1][0].arguments["dest_id"] = "$var_1.data[1].dest_id$"
     unnamed.calls[1][0].arguments["search_type"] = "$var_1.data[1].search_type$"
     assert audit(unnamed) == ["gold.unstated_entry", "gold.unstated_entry"]
+    # the annotator's fix: the query names the district (its label says it is in Paris, so "Le
+    # Marais, Paris" means the district, not the city the look-up was asked for)
+    district = {"status": True, "data": [{**DESTINATION["data"][0], "label": "Paris, France"},
+                                         {**DESTINATION["data"][1], "label": "Le Marais, Paris, France"}]}
+    named = unnamed.model_copy(deep=True)
+    named.messages[-1]["content"] = named.messages[-1]["content"].replace("in Paris", "in Le Marais, Paris")
+    named.calls[0][0].response = district
+    assert audit(named) == []
+    # naming the city does not choose the district
+    city_only = named.model_copy(deep=True)
+    city_only.messages[-1]["content"] = unnamed.messages[-1]["content"]
+    assert audit(city_only) == ["gold.unstated_entry", "gold.unstated_entry"]
 
 
 def test_no_call_the_query_does_not_ask_for():
