@@ -505,6 +505,8 @@ def _feeds_for(tool: Tool, parameter: str, schema: Mapping[str, Any], catalog: S
         other, output = tools[candidate.source], candidate.output
         if other.name == tool.name or (identifier and named and other.name not in named):
             continue
+        if _echoes_input(other, output):
+            continue
         if mentioned and output.text() not in mentioned:
             continue
         words = matched_prefix(fed_name, output.name)
@@ -518,6 +520,24 @@ def _feeds_for(tool: Tool, parameter: str, schema: Mapping[str, Any], catalog: S
             continue
         found.setdefault(words, []).append(Feed(other.name, output, other.name in named))
     return found
+
+
+def _echoes_input(source: Tool, output: OutputField) -> bool:
+    """A field outside any list whose name ends in one of the source's own parameters restates
+    what the source was given (Search_Hotels_By_Coordinates' `search_center.latitude`,
+    Search_Car_Rentals' `route_info.pick_up.latitude` for `pick_up_latitude`, which the mock even
+    moves to the city centre): a call reading it takes the value the long way round, where a model
+    takes it from the value's own source."""
+    if None in output.path or len(output.path) < 2:
+        return False
+    properties = source.parameters.get("properties") if isinstance(source.parameters, dict) else None
+    if not isinstance(properties, dict):
+        return False
+    parts = [str(part) for part in output.path]
+    # the last path parts together spell a parameter: `latitude`, `pick_up` + `latitude`; never a
+    # part's own tail (`booking_token` is its own value, not the `token` it was asked with)
+    tails = {tuple(word for part in parts[-size:] for word in _name_words(part)) for size in range(1, len(parts))}
+    return any(_name_words(name) in tails for name in properties)
 
 
 def build_feed_graph(catalog: Sequence[Tool], pools: ValuePools, declared: "DeclaredFeeds | None" = None,
@@ -738,21 +758,35 @@ def _choose_source(ctx: DraftContext, tool: str, group: FedGroup, ancestors: set
     in_domain = [s for s in sources if tool_domain(ctx.graph.tools[s]) == own_domain]
     # named sources first; a cross-domain draft also lets another of its domains feed the call
     options = sorted(set(preferred) | set(across), key=sources.index) if preferred or across else (in_domain or sources)
-    # of two look-ups of one domain, the one of the reader's own family (Search_Car_Location for
-    # Search_Car_Rentals, not Taxi_Search_Location): a model taking the natural one is not scored
-    # on another call that happens to give the same coordinates
-    family = _family_words(tool)
-    if all(_is_lookup(s) for s in options):  # look-ups only: a search's own results stay free
-        # the reader's own domain first (Location_to_Lat_Long for hotels near a place, not the car
-        # look-up), then its own family within it
-        options = [s for s in options if tool_domain(ctx.graph.tools[s]) == own_domain] or options
-        options = [s for s in options if _family_words(s) & family] or options
+    # when a look-up of the reader's own domain can feed it, no other look-up does (a cross-domain
+    # draft's other domains included): a model makes the natural call, and is not scored on another
+    # that happens to give the same coordinates (Location_to_Lat_Long or Search_Hotel_Destination
+    # for hotels near a place, not the car look-up; Search_Car_Location for a rental car, not the
+    # taxis' look-up). A search's own results (a hotel's coordinates for a car picked up there)
+    # stay free to feed it. Options with no such look-up are left as they were (the same draws).
+    natural = [s for s in sources if _is_lookup(s) and tool_domain(ctx.graph.tools[s]) == own_domain
+               and not _of_another_family(ctx.graph.tools, s, tool)]
+    if natural:
+        kept = [s for s in options if not _is_lookup(s) or s in natural]
+        if len(kept) < len(options):
+            options = kept if any(_is_lookup(s) for s in kept) else sorted(set(kept) | set(natural), key=sources.index)
+    # of two look-ups left, the one of the reader's own family (Search_Hotel_Destination for hotels)
+    if all(_is_lookup(s) for s in options):
+        options = [s for s in options if _family_words(s) & _family_words(tool)] or options
     return options[ctx.rng.randrange(len(options))]
 
 
 def _is_lookup(name: str) -> bool:
     lowered = name.lower()
     return any(word in lowered for word in ("location", "destination", "lat_long"))
+
+
+def _of_another_family(tools: Mapping[str, Tool], lookup: str, reader: str) -> bool:
+    """The look-up serves another family of tools than the reader's: its words are another
+    tool's and not the reader's (Taxi_Search_Location, like Search_Taxi, for Search_Car_Rentals)."""
+    family = _family_words(lookup)
+    return not family & _family_words(reader) and any(
+        family & _family_words(name) for name in tools if name not in (lookup, reader) and not _is_lookup(name))
 
 
 _NOT_FAMILY = {"search", "get", "list", "find", "location", "details", "by", "coordinates", "destination"}

@@ -100,3 +100,52 @@ def test_example_answers_lead_where_the_schema_disagrees():
         "examples": [{"data": [{"offers": [{"id": "TSXOJ6LFQ2"}]}]}]}
     texts = [field.text() for field in response_fields(returns)]
     assert texts.index("data[].offers[].id") < texts.index("data.offers[].id")  # the real answer's shape first
+
+
+# ------------------------------------------------------------ look-ups on the travel-full catalog
+def _travel_full_graph():
+    from pathlib import Path
+
+    from fcbench.catalog import load_tools_file
+    from generate.slots import load_value_pools
+
+    here = Path(__file__).resolve().parents[3] / "datasets" / "travel-full"
+    return build_feed_graph(load_tools_file(here / "tools.json"), load_value_pools(here / "value_pools.json"))
+
+
+def test_a_search_that_restates_its_input_feeds_nothing():
+    """Hand-checked travel-full-draft-0166-v3: the car's pick-up read from the hotel search's
+    `search_center`, the coordinates that search was given: a model looks the place up instead.
+    And "hotels near Empire State Building" read from the car search's `route_info.pick_up`
+    (its `pick_up_latitude` restated, and moved to the city centre by the tool): wrong gold."""
+    graph = _travel_full_graph()
+    hotel_sources = _sources(graph, "Search_Hotels_By_Coordinates", "latitude")
+    assert not any("route_info" in field or "search_center" in field for field in hotel_sources.values())
+    # what a rental's details say of its pick-up is no restated argument (it takes a search key)
+    assert hotel_sources.get("Get_Car_Rental_Details") == "data.pick_up.latitude"
+    fields = {field for field in _sources(graph, "Search_Car_Rentals", "pick_up_latitude").values()}
+    assert fields and not any("search_center" in field for field in fields)
+    assert _sources(graph, "Search_Car_Rentals", "pick_up_latitude")["Search_Hotels_By_Coordinates"] == \
+        "data.hotels[].latitude"  # a hotel's own place still feeds a car picked up there
+
+
+def test_a_reader_takes_the_look_up_of_its_own_domain_even_in_a_cross_domain_draft():
+    """Hand-checked travel-full-draft-0026-v5 and -0166-v3: hotels near a place read the car
+    look-up's coordinates, a car rental the hotels' look-up (same coordinates, other calls than a
+    model makes). With both domains' look-ups allowed and the other domain preferred, every draw
+    takes a look-up of the reader's own domain (for cars, its own family's, not the taxi's)."""
+    from generate.stage1.graph_sampler import _choose_source, _is_lookup
+
+    graph = _travel_full_graph()
+    domains = {"hotels", "car-rental"}
+    for reader, parameter, natural in (
+            ("Search_Hotels_By_Coordinates", "latitude", {"Location_to_Lat_Long", "Search_Hotel_Destination"}),
+            ("Search_Car_Rentals", "pick_up_latitude", {"Search_Car_Location"})):
+        group = next(g for g in graph.groups[reader] if parameter in g.parameters)
+        assert {"Location_to_Lat_Long", "Search_Car_Location"} <= set(group.sources())  # both could feed it
+        drawn = set()
+        for seed in range(60):
+            ctx = DraftContext(graph, ValuePools({}), PhraseBook({}, {}), random.Random(seed), set(graph.tools),
+                               domains, None, None)
+            drawn.add(_choose_source(ctx, reader, group, {reader}))
+        assert {source for source in drawn if _is_lookup(source)} <= natural and drawn & natural, drawn
