@@ -46,7 +46,7 @@ from fcbench.formats import FORMATS, FormatError, FormatOptions, read_samples, w
 from fcbench.jsonl import dumps_line, write_json, writing
 from fcbench.runtime.output_guard import beside, guard_counts, refuse_input_inside, refuse_overwriting
 from fcbench.runtime.progress import counted, lines_in
-from fcbench.sample import Provenance, Sample, sample_to_dict
+from fcbench.sample import Provenance, Sample, path_shape, sample_to_dict
 from fcbench.formats.parquet_rows import COLUMN_DOCS, PARQUET_SCHEMA, sample_to_row
 from fcbench.export.parquet import SplitWriter, export_work_dir, swap_in
 from fcbench.export.splits import assign_split, template_key
@@ -269,9 +269,10 @@ class ExportedLine:
 def export_line(settings: ExportSettings, canonical: bool, measure: bool, sample: Sample) -> ExportedLine:
     """One sample made ready for the export (run in the worker processes, so it must be pure)."""
     config = settings.config
-    return ExportedLine(assign_split(sample, config.split, settings.seed, config.ratios), sample_to_row(sample),
+    shape = path_shape(sample)  # the row and the figures both need it
+    return ExportedLine(assign_split(sample, config.split, settings.seed, config.ratios), sample_to_row(sample, shape),
                         dumps_line(sample_to_dict(sample)) if canonical else None, sample.provenance,
-                        template_key(sample), sample_figures(sample) if measure else None)
+                        template_key(sample), sample_figures(sample, shape) if measure else None)
 
 
 class _CardStatistics:

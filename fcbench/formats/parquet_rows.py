@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 import pyarrow as pa
 
-from fcbench.sample import Sample, path_shape, sample_from_dict
+from fcbench.sample import PathShape, Sample, path_shape, sample_from_dict
 
 # ------------------------------------------------------------------------------------------ schema
 # Every column is nullable: `datasets` builds nullable Arrow fields from its features, and a
@@ -95,9 +95,10 @@ def _exact_fields(data: Mapping[str, Any], domain_cell: list[str] | None) -> dic
     return exact
 
 
-def sample_to_row(sample: Sample) -> dict[str, Any]:
-    """One Parquet row: typed columns for what users filter on, JSON strings for nested values."""
-    shape = path_shape(sample)
+def sample_to_row(sample: Sample, shape: PathShape | None = None) -> dict[str, Any]:
+    """One Parquet row: typed columns for what users filter on, JSON strings for nested values
+    (`shape`: the sample's path_shape when the caller has it already)."""
+    shape = shape or path_shape(sample)
     # sample_to_dict's own steps, sharing one path_shape (the costliest part of a row on big paths)
     sample.difficulty = shape.difficulty
     data = sample.model_dump(mode="json", exclude_unset=True)

@@ -180,9 +180,10 @@ class SampleFigures:
     n_nested_calls: int = 0  # calls reading an earlier call's output
 
 
-def sample_figures(sample: Sample) -> SampleFigures:
-    """Measure one sample (its token counts are the expensive part)."""
-    shape = path_shape(sample)
+def sample_figures(sample: Sample, shape: PathShape | None = None) -> SampleFigures:
+    """Measure one sample (its token counts are the expensive part; `shape`: its path_shape when
+    the caller has it already)."""
+    shape = shape or path_shape(sample)
     hardness = measure_hardness(sample)
     return SampleFigures(domain_key(sample), shape.difficulty.value, shape.nesting_depth, shape.n_dependencies,
                          _measured(shape, hardness), tuple(constraint.kind for constraint in hardness.constraints),

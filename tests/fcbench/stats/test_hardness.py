@@ -187,7 +187,7 @@ def test_a_samples_parts_are_looked_up_on_disk_together_and_count_as_one_by_one(
     them one by one, read back from the disk by another process (and from a changed entry: the
     disk is really read), with a repeated part counted each time."""
     code = ("import json, sys; from fcbench.stats.tokens import _memo, count_tokens\n"
-            "texts = [json.dumps([{'n': i, 'v': 'Zq9x' * (20 + k)} for i in range(40)]) for k in range(5)]\n"
+            "texts = [json.dumps([{'n': i, 'v': 'Zq9x' * (30 + k)} for i in range(40)]) for k in range(5)]  # over _DISK_TEXT\n"
             "texts += [texts[1], 'short']\n"
             "print(_memo.count_many(texts), sum(count_tokens(t) for t in texts))\n"
             "_memo.disk.flush()")
