@@ -2,7 +2,10 @@
 build measured on its held-out part (pure, apart from `read_handcheck`).
 
 Each line of the file (`datasets/<build>/handcheck.jsonl` for the bundled builds) is
-`{"build", "sample_id", "verdict": "ok"|"problem", "kind", "note", "split": "tuning"|"held_out"}`.
+`{"build", "sample_id", "digest", "verdict": "ok"|"problem", "kind", "note", "split": "tuning"|"held_out"}`.
+`digest` is what was read (`sample_digest` of the built sample): a rebuild that changes a
+read sample makes its verdict stale (`stale_checks`), and it must be read again, never carried
+over silently.
 The split is a seeded hash of the sample id (`split_of`), so which samples are held out is decided
 before anyone reads them; the held-out part is never used to tune a rule, and the error rate the
 dataset card states is measured on it alone (problems / held-out samples of that build).
@@ -14,7 +17,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict
 
@@ -33,6 +36,7 @@ class HandCheck(BaseModel):
 
     build: str
     sample_id: str
+    digest: str  # sample_digest of the sample as it was read
     verdict: Literal["ok", "problem"]
     kind: str = ""
     note: str = ""
@@ -87,10 +91,25 @@ def parse_handcheck(text: str, where: str) -> list[HandCheck]:
     return checks
 
 
+def sample_digest(sample: Mapping[str, Any]) -> str:
+    """What a reader reads of a built sample (a validated.jsonl line): everything but where it
+    came from (`provenance`) and the checks' notes on it (`meta`), in canonical JSON."""
+    read = {key: value for key, value in sample.items() if key not in ("provenance", "meta")}
+    text = json.dumps(read, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def stale_checks(checks: list[HandCheck], build: str, samples: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The build's hand-checked ids whose sample is gone or is no longer what was read."""
+    return [check.sample_id for check in checks if check.build == build
+            and (check.sample_id not in samples or sample_digest(samples[check.sample_id]) != check.digest)]
+
+
 def read_handcheck(path: Path, build: str, source: str) -> HandCheckSummary:
     if not path.is_file():
         raise UserError(f"{path}: no such hand-check file (stages.export.handcheck)")
     return summarize(parse_handcheck(path.read_text(encoding="utf-8"), str(source)), build, source)
 
 
-__all__ = ["HOW_MEASURED", "HandCheck", "HandCheckSummary", "parse_handcheck", "read_handcheck", "split_of", "summarize"]
+__all__ = ["HOW_MEASURED", "HandCheck", "HandCheckSummary", "parse_handcheck", "read_handcheck", "sample_digest",
+           "split_of", "stale_checks", "summarize"]

@@ -72,6 +72,24 @@ def build_and_digest(pipelines: tuple[str, ...], workdir: Path) -> dict[str, dic
     return out
 
 
+def stale_handchecks(root: Path, pipelines: tuple[str, ...]) -> dict[str, list[str]]:
+    """pipeline -> hand-checked ids whose sample, as built in `root`, is not the one that was read
+    (the pipelines whose dataset folder has a handcheck.jsonl)."""
+    from fcbench.export.handcheck import parse_handcheck, stale_checks
+
+    stale = {}
+    for pipeline in pipelines:
+        path = root / "datasets" / pipeline / "handcheck.jsonl"
+        validated = build_dir_of(root, pipeline) / "validated.jsonl"
+        if not path.is_file() or not validated.is_file():
+            continue
+        samples = {row["id"]: row for row in map(json.loads, validated.read_text(encoding="utf-8").splitlines())}
+        ids = stale_checks(parse_handcheck(path.read_text(encoding="utf-8"), str(path)), pipeline, samples)
+        if ids:
+            stale[pipeline] = ids
+    return stale
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--record", action="store_true", help="write tests/data/build_digests.json")
@@ -80,12 +98,18 @@ def main() -> None:
     pipelines = FAST + (FULL if args.full else ())
     with tempfile.TemporaryDirectory() as workdir:
         found = build_and_digest(pipelines, Path(workdir))
+        stale = stale_handchecks(Path(workdir) / "clone", pipelines)
     recorded = json.loads(DIGESTS.read_text()) if DIGESTS.is_file() else {}
     for pipeline, files in found.items():
         before = recorded.get(pipeline, {})
         changed = sorted(name for name in files.keys() | before.keys() if files.get(name) != before.get(name))
         print(f"{pipeline}: {len(files)} files, {len(changed)} differ from the recorded list"
               + "".join(f"\n  {name}" for name in changed))
+    for pipeline, ids in stale.items():
+        print(f"{pipeline}: {len(ids)} hand-checked samples changed since they were read (read them again and "
+              f"update datasets/{pipeline}/handcheck.jsonl): {', '.join(ids[:20])}")
+    if args.record and stale:
+        raise SystemExit("not recorded: hand-checked samples changed (above)")
     if args.record:
         DIGESTS.write_text(json.dumps({**recorded, **found}, indent=1, sort_keys=True) + "\n")
         print(f"wrote {DIGESTS.relative_to(REPO)}")
