@@ -216,11 +216,18 @@ class _QueryReading:
     facts: QueryFacts
     claimed: list[tuple[int, int]]
     enum_vocabulary: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    # the path's literal names: a value said only inside a longer one is not said ("London" of
+    # "Tower of London" is no pick-up city: stage3 would rewrite the landmark to "Tower of Rome")
+    names: Sequence[str] = ()
 
     def __post_init__(self) -> None:
-        # digits inside these are not literals ("15" of "November 15, 2025", "6:30" of "6:30 pm")
+        # digits inside these are not literals ("15" of "November 15, 2025", "6:30" of "6:30 pm",
+        # "45" of "at 17:45": a driver aged 45 is said elsewhere)
         self.spelled = [(fact.start, fact.end) for fact in self.facts.stated if fact.rule in ("date.spelled", "time")]
+        self.spelled += [(m.start(), m.end()) for m in _CLOCK_TIME.finditer(self.query)
+                         if not _overlaps(m.start(), m.end(), self.spelled)]  # "06:30 pm" stays one time
         self._literal_cache: dict[str, list[tuple[int, int]]] = {}
+        self.name_places = [place for name in dict.fromkeys(self.names) for place in find_words(self.query, name)]
 
     def span(self, start: int, end: int) -> QuerySpan:
         return query_spans(self.query, start, end)
@@ -238,6 +245,8 @@ class _QueryReading:
                 places = [(s, e) for s, e in places if not _inside(s, e, self.spelled)]
             else:
                 places = [(s, e) for s, e in places if not _inside(s, e, self.spelled) or _is_whole(s, e, self.spelled)]
+                places = [(s, e) for s, e in places
+                          if not any(left <= s and e <= right and (left, right) != (s, e) for left, right in self.name_places)]
             self._literal_cache[text] = places
         return [(s, e) for s, e in self._literal_cache[text] if self.free(s, e)]
 
@@ -296,6 +305,9 @@ class _QueryReading:
     def _iso_dates(self) -> list[tuple[int, int]]:
         return [(m.start(), m.end()) for m in re.finditer(r"(?<![\w-])\d{4}-\d{2}-\d{2}(?![\w-])", self.query)
                 if self.free(m.start(), m.end())]
+
+
+_CLOCK_TIME = re.compile(r"(?<![\w:])\d{1,2}:\d{2}(?::\d{2})?(?![\w:])")  # 17:45, 09:30:00
 
 
 def _is_whole(start: int, end: int, regions: Iterable[tuple[int, int]]) -> bool:
@@ -613,7 +625,9 @@ def infer_provenance(sample: Sample, guide: Provenance | None = None,
         raise ValueError(query_too_long(sample))
     picks_at = pick_spans(query, sample)
     claimed = [place for places in picks_at.values() for place in places]
-    reading = _QueryReading(query, QueryFacts(query), claimed, enum_vocabulary or _vocabulary(guide, declared))
+    names = [leaf for call in sample.all_calls() for _, leaf in json_leaves_with_paths(call.arguments)
+             if isinstance(leaf, str) and len(leaf.strip()) > 2 and parse_reference(leaf) is None]
+    reading = _QueryReading(query, QueryFacts(query), claimed, enum_vocabulary or _vocabulary(guide, declared), names)
     schemas = parameter_schemas(sample)
     calls = sample.all_calls()
     earlier = responses_before(sample)

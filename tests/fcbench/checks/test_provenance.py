@@ -69,6 +69,23 @@ def test_a_12_hour_time_never_grounds_its_24_hour_digits():
     assert infer_provenance(taxi("23:10", "23:10")).provenance["var_3"]["pick_up_time"].rule == "literal"
 
 
+def test_a_number_inside_a_24_hour_time_is_not_that_number():
+    """Stage3 drew driver_age 30 for "at 17:45 ... with a driver aged 45" and rewrote the time's
+    "45": a number is grounded where it is said alone, never in a clock time."""
+    query = ("Find a rental car to pick up at Le Marais on June 12, 2025 at 17:45 and drop off at Louvre Museum on "
+             "June 15, 2025 at 17:45 with a driver aged 45.")
+    rental = sample(query, [[call("var_1", "Search_Car_Location", query="Le Marais"),
+                             call("var_2", "Search_Car_Location", query="Louvre Museum")],
+                            [call("var_3", "Search_Car_Rentals", pick_up_latitude="$var_1.data[0].coordinates.latitude$",
+                                  pick_up_longitude="$var_1.data[0].coordinates.longitude$",
+                                  drop_off_latitude="$var_2.data[0].coordinates.latitude$",
+                                  drop_off_longitude="$var_2.data[0].coordinates.longitude$", pick_up_date="2025-06-12",
+                                  drop_off_date="2025-06-15", pick_up_time="17:45", drop_off_time="17:45",
+                                  driver_age=45)]])
+    age = infer_provenance(rental).provenance["var_3"]["driver_age"]
+    assert [span.start for span in age.spans] == [query.rindex("45")]
+
+
 def test_words_that_pick_an_entry_state_no_argument_value():
     query = ("Find flights from Paris to Rome on June 12, 2025 showing the cheapest offers first, then show me the "
              "details of the cheapest flight leaving after noon.")
