@@ -10,7 +10,8 @@ decisions):
    conversations (label_config/stage2_conversation.xml); the annotator accepts, rewrites the
    rule-based agent's stiff replies and users' turns, makes the implicit-goal openings really
    implicit, keeps the failed conversations' chosen errors (the "calls that fail" ticks) and writes
-   one outage message of their own, and rejects one conversation; then a snapshot export.
+   one outage message of their own; then a snapshot export. (conv-0035, rejected while stage1 read a
+   car's drop-off from an attraction ticket, now looks the place up and is accepted.)
 
 The decisions below are an annotator's, taken by reading each scenario and each conversation.
 
@@ -131,18 +132,13 @@ DECISIONS: dict[str, tuple[str, list[tuple[str, str]], str]] = {
          "No problem. At Tokyo Tower there is the observation deck ticket: panoramic views over the whole city "
          "(about an hour).")], "Reply rewritten."),
     "travel-chat-all-conv-0010": ("fix", [
-        ("For your first request, I found 5 options; the first is Kreuzberg Lodge (district: Kreuzberg, city name: "
-         "Berlin, latitude: 52.492651). For your second request, I found Taronga Zoo day pass: short description: A "
-         "full day among animals from around the world, city name: Sydney, duration: 360 minutes, address: Taronga "
-         "Zoo, Sydney, New South Wales, Australia.",
-         "I found 5 hotels in central Berlin; by review score the first is Kreuzberg Lodge, in Kreuzberg. In Sydney, "
-         "the third attraction is the Taronga Zoo day pass: a full day among animals from around the world (6 hours).")],
+        ("For your first request, I found 5 options; the first is Monti Park Hotel (district: Monti, city name: Rome, "
+         "latitude: 41.894242). For your second request, I found Colosseum admission ticket: short description: Entry "
+         "to one of the city's best-known sights, city name: Rome, duration: 90 minutes, address: Colosseum, Rome, "
+         "Lazio, Italy.",
+         "I found 5 hotels in central Rome; the first is Monti Park Hotel, in Monti. The Colosseum admission ticket "
+         "gives entry to one of the city's best-known sights and takes about 90 minutes.")],
         "Reply rewritten."),
-    # one conversation is not worth keeping
-    "travel-chat-all-conv-0035": ("reject", [],
-                                  "The second request reads the drop-off point of a rental car from an attraction "
-                                  "ticket ('tell me about Empire State Building, then rent a car ... return it at "
-                                  "Empire State Building'): no traveller asks that way."),
 }
 
 

@@ -767,13 +767,21 @@ def _choose_source(ctx: DraftContext, tool: str, group: FedGroup, ancestors: set
     natural = [s for s in sources if _is_lookup(s) and tool_domain(ctx.graph.tools[s]) == own_domain
                and not _of_another_family(ctx.graph.tools, s, tool)]
     if natural:
-        kept = [s for s in options if not _is_lookup(s) or s in natural]
+        # nor does one thing's details (an attraction's location for a car dropped off there: the
+        # user names the place, and the car's look-up is the call its description asks for); an
+        # entry of a search's results (the cheapest hotel) has no name to look up, and stays
+        kept = [s for s in options if s in natural or (not _is_lookup(s) and _reads_an_entry(group, s))]
         if len(kept) < len(options):
             options = kept if any(_is_lookup(s) for s in kept) else sorted(set(kept) | set(natural), key=sources.index)
     # of two look-ups left, the one of the reader's own family (Search_Hotel_Destination for hotels)
     if all(_is_lookup(s) for s in options):
         options = [s for s in options if _family_words(s) & _family_words(tool)] or options
     return options[ctx.rng.randrange(len(options))]
+
+
+def _reads_an_entry(group: FedGroup, source: str) -> bool:
+    """The group reads an entry of a list in the source's answer (not a field of one object)."""
+    return all(None in field.path for field in group.fields_from(source).values())
 
 
 def _is_lookup(name: str) -> bool:

@@ -149,3 +149,22 @@ def test_a_reader_takes_the_look_up_of_its_own_domain_even_in_a_cross_domain_dra
                                domains, None, None)
             drawn.add(_choose_source(ctx, reader, group, {reader}))
         assert {source for source in drawn if _is_lookup(source)} <= natural and drawn & natural, drawn
+
+
+def test_a_place_the_user_names_is_looked_up_not_read_from_another_things_details():
+    """Hand-checked travel-full-draft-0047-v5: "drop off at Sagrada Familia" read the attraction
+    details' location, where the car's own look-up (the one its description names) finds the
+    place; travel-chat-all conv-0035 was rejected by its annotator for the same. An entry of a
+    search's results (the cheapest hotel: no name to look up) still feeds the car."""
+    from generate.stage1.graph_sampler import _choose_source
+
+    graph = _travel_full_graph()
+    group = next(g for g in graph.groups["Search_Car_Rentals"] if "drop_off_latitude" in g.parameters)
+    assert {"Get_Attraction_Details", "Search_Car_Location", "Search_Hotels_By_Coordinates"} <= set(group.sources())
+    drawn = set()
+    for seed in range(80):
+        ctx = DraftContext(graph, ValuePools({}), PhraseBook({}, {}), random.Random(seed), set(graph.tools),
+                           {"attractions", "hotels"}, None, None)
+        drawn.add(_choose_source(ctx, "Search_Car_Rentals", group, {"Search_Car_Rentals"}))
+    assert "Get_Attraction_Details" not in drawn and "Search_Car_Location" in drawn
+    assert "Search_Hotels_By_Coordinates" in drawn  # a hotel found by a search: read from its entry
