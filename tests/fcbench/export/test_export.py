@@ -471,8 +471,13 @@ def test_the_statistics_workers_end_when_a_killed_export_does(tmp_path):
         "from fcbench.stats.validated_file import read_validated_parallel\n"
         "lines = read_validated_parallel(Path(sys.argv[1]), sample_figures, workers=2)\n"
         "next(lines)\n"  # the file is one range: read, the workers are idle now, waiting for more
+        "def status(pid):\n"  # a process may end between the listing and the read (a busy machine)
+        "    try:\n"
+        "        return open(f'/proc/{pid}/status').read()\n"
+        "    except OSError:\n"
+        "        return ''\n"
         "children = [int(pid) for pid in os.listdir('/proc') if pid.isdigit() and\n"
-        "            f'PPid:\\t{os.getpid()}\\n' in open(f'/proc/{pid}/status').read()]\n"
+        "            f'PPid:\\t{os.getpid()}\\n' in status(pid)]\n"
         "Path(sys.argv[2]).write_text(' '.join(map(str, children)))\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n")
     pid_file = tmp_path / "worker.pid"  # (not stdout: a leftover worker would hold that pipe open)
