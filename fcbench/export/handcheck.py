@@ -27,8 +27,8 @@ HELD_OUT_SEED = "fcbench-gold-handcheck"
 HOW_MEASURED = ("each sample read by hand as a careful annotator reads it: the query against the resolved path "
                 "(references replaced by the values they read) and the picks recomputed over the responses; "
                 "'problem' is any defect of issue 26's list (wrong gold, an ambiguous query, a broken query text); "
-                "the held-out part is about a third of the samples, chosen by a seeded hash of the id before "
-                "reading and never used to tune a rule")
+                "the held-out part is chosen by a seeded hash of the id before reading (about one id in three) "
+                "and is never used to tune a rule")
 
 
 class HandCheck(BaseModel):

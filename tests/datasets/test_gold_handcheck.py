@@ -26,8 +26,11 @@ def test_the_held_out_part_is_chosen_by_the_hash_and_is_about_a_third() -> None:
     checks = _checks()
     assert all(check.split == split_of(check.sample_id) for check in checks)
     assert len({(c.build, c.sample_id) for c in checks}) == len(checks)  # no sample read twice
-    share = sum(c.split == "held_out" for c in checks) / len(checks)
-    assert 0.2 <= share <= 0.45, share
+    # the hash holds out about a third of any ids (the file holds more: travel-full's extra 20 reads
+    # were drawn among held-out ids, to measure its rate on more samples)
+    share = sum(split_of(f"travel-full-draft-{n:04d}-v{v}") == "held_out" for n in range(300) for v in range(1, 11)) / 3000
+    assert 0.28 <= share <= 0.39, share
+    assert sum(c.split == "held_out" for c in checks) >= 60
     assert all(c.note for c in checks) and all(c.kind for c in checks if c.verdict == "problem")
 
 
