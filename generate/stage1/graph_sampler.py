@@ -523,8 +523,8 @@ def _feeds_for(tool: Tool, parameter: str, schema: Mapping[str, Any], catalog: S
 
 
 def _echoes_input(source: Tool, output: OutputField) -> bool:
-    """A field outside any list whose name ends in one of the source's own parameters restates
-    what the source was given (Search_Hotels_By_Coordinates' `search_center.latitude`,
+    """A field outside any list whose last path parts spell one of the source's own parameters
+    restates what the source was given (Search_Hotels_By_Coordinates' `search_center.latitude`,
     Search_Car_Rentals' `route_info.pick_up.latitude` for `pick_up_latitude`, which the mock even
     moves to the city centre): a call reading it takes the value the long way round, where a model
     takes it from the value's own source."""
