@@ -4,6 +4,7 @@
   signatures and recordings do not depend on how a number was written.
 - `json_leaves` / `json_leaves_with_paths`: every scalar inside a JSON value, depth first (dict
   values in order, list items in order), optionally with its path of keys and indexes.
+- `json_type_name`: the JSON Schema type of a value ("integer", "array", ...).
 """
 
 from __future__ import annotations
@@ -11,6 +12,22 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 JsonPath = tuple[str | int, ...]
+
+
+_JSON_TYPE_NAMES: tuple[tuple[type, str], ...] = (
+    (bool, "boolean"),  # before int: bool is a subclass of int
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    (list, "array"),
+    (dict, "object"),
+    (type(None), "null"),
+)
+
+
+def json_type_name(value: Any) -> str:
+    """The JSON Schema type of a Python value as JSON parsing gives it ("string" for anything else)."""
+    return next((name for kind, name in _JSON_TYPE_NAMES if isinstance(value, kind)), "string")
 
 
 def normalise_json(value: Any) -> Any:

@@ -24,6 +24,7 @@ import copy
 from typing import Any, Mapping
 
 from fcbench.catalog.types import SOURCE_TYPE_KEY, schema_for_type_text
+from fcbench.json_values import json_type_name
 from fcbench.sample import Tool
 
 META_KEY = "callnavi"
@@ -123,20 +124,6 @@ def _slash_enumeration_schema(text: str) -> dict[str, Any] | None:
     return {"type": "string", "enum": parts, SOURCE_TYPE_KEY: text}
 
 
-def _json_type_name(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, list):
-        return "array"
-    if value is None:
-        return "null"
-    return "string"
-
-
 def _port_value_schema(value: Any) -> dict[str, Any]:
     """Schema for one api_ports parameter value: a type text, a nested map, or an example value."""
     if isinstance(value, dict):
@@ -144,7 +131,7 @@ def _port_value_schema(value: Any) -> dict[str, Any]:
     if isinstance(value, str):
         return _slash_enumeration_schema(value) or schema_for_type_text(value)
     # An example value in place of a type (createEmploymentContract's `"salary": 60000`).
-    return {"type": _json_type_name(value), "examples": [value], SOURCE_VALUE_KEY: value}
+    return {"type": json_type_name(value), "examples": [value], SOURCE_VALUE_KEY: value}
 
 
 def _object_schema_from_port_map(parameters: Mapping[str, Any]) -> dict[str, Any]:

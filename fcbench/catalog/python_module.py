@@ -30,6 +30,7 @@ from typing import Any
 
 from fcbench.catalog.types import SOURCE_TYPE_KEY, schema_for_type_text
 from fcbench.errors import UserError
+from fcbench.json_values import json_type_name
 from fcbench.sample import Tool
 
 # annotation names -> JSON Schema (the source spelling is kept when it differs)
@@ -214,7 +215,7 @@ class _ModuleTypes:
             return _any_of([self._schema(item, seen) for item in items])
         if outer == "Literal":
             values = [ast.literal_eval(item) for item in items]
-            kinds = list(dict.fromkeys(_json_type(value) for value in values))
+            kinds = list(dict.fromkeys(json_type_name(value) for value in values))
             return {"type": kinds[0] if len(kinds) == 1 else kinds, "enum": values}
         if outer == "Annotated":
             return self._schema(items[0], seen)
@@ -254,18 +255,6 @@ def _name(node: ast.expr) -> str:
     if isinstance(node, ast.Name):
         return node.id
     return ast.unparse(node)
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if value is None:
-        return "null"
-    return "string"
 
 
 def _any_of(alternatives: list[dict[str, Any]]) -> dict[str, Any]:

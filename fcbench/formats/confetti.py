@@ -36,21 +36,13 @@ from fcbench.formats.call_syntax import (
     parse_call,
     separator_reproducing,
 )
+from fcbench.json_values import json_type_name
 from fcbench.jsonl import iter_json_lines, write_json_lines
 from fcbench.sample import AcceptableValues, Call, Provenance, Sample, Tool
 
 META_KEY = "confetti"
 INFERRED = "inferred"  # tool.meta flag: spec built from the gold calls, not published
 
-_JSON_TYPE_NAMES: list[tuple[type, str]] = [
-    (bool, "boolean"),  # before int: bool is a subclass of int
-    (int, "integer"),
-    (float, "number"),
-    (str, "string"),
-    (list, "array"),
-    (dict, "object"),
-    (type(None), "null"),
-]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -58,12 +50,8 @@ _JSON_TYPE_NAMES: list[tuple[type, str]] = [
 # ---------------------------------------------------------------------------------------------
 
 
-def _json_type(value: Any) -> str:
-    return next(name for kind, name in _JSON_TYPE_NAMES if isinstance(value, kind))
-
-
 def _property_schema(values: list[Any]) -> dict[str, Any]:
-    types = list(dict.fromkeys(_json_type(value) for value in values))
+    types = list(dict.fromkeys(json_type_name(value) for value in values))
     if "integer" in types and "number" in types:
         types.remove("integer")  # every integer is a number
     if not types:
