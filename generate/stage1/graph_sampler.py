@@ -1278,6 +1278,7 @@ class ToolSubset:
     domains: tuple[str, ...]
     cross_domain: bool
     difficulty: str | None = None  # CallNavi level the draft must have (generate.stage1.quotas), if any
+    needed: tuple[str, ...] = ()  # the goals and the sources they need (the rest are distractors)
 
 
 def cross_domain_flags(count: int, ratio: float, seed: int) -> list[bool]:
@@ -1315,30 +1316,57 @@ def sample_tool_subset(index: int, cross: bool, graph: FeedGraph, sizes: Sequenc
     allowed = {name for name, domain in domain_of.items() if domain in picked}
     needed: set[str] = set()
     for goal in goals:
-        needed |= _closure(graph, goal, allowed, rng)
+        tools_needed(graph, goal, allowed, rng, needed)
     others = sorted(allowed - needed, key=list(graph.tools).index)
     extra = rng.sample(others, max(0, min(len(others), size - len(needed))))
-    offered = needed | set(extra)
-    return ToolSubset(tuple(name for name in graph.tools if name in offered), goals, tuple(picked), cross and len(picked) > 1)
+    # a distractor that can stand in for a needed tool would give the query a second right path
+    # ("hotels near X" by the destination search or by the coordinates search, each picking its own
+    # "cheapest hotel"): it is dropped, not replaced, so the other draws stay what they were
+    offered = needed | (set(extra) - _rivals(graph, needed))
+    return ToolSubset(tuple(name for name in graph.tools if name in offered), goals, tuple(picked), cross and len(picked) > 1,
+                      needed=tuple(name for name in graph.tools if name in needed))
 
 
-def tools_needed(graph: FeedGraph, tool: str, allowed: set[str], rng: random.Random) -> set[str]:
-    """The tools a path ending at `tool` needs (the tool, one source per fed group, recursively)."""
-    return _closure(graph, tool, allowed, rng)
+def _rivals(graph: FeedGraph, needed: set[str]) -> set[str]:
+    """Tools that are not needed but can feed what a needed tool feeds: another source of a fed
+    group one of the needed tools is a source of (Search_Hotels_By_Coordinates beside Search_Hotels,
+    both giving Get_Room_List its hotel_id)."""
+    rivals: set[str] = set()
+    for groups in graph.groups.values():
+        for group in groups:
+            sources = set(group.sources())
+            if sources & needed:
+                rivals |= sources - needed
+    return rivals
 
 
-def _closure(graph: FeedGraph, tool: str, allowed: set[str], rng: random.Random,
-             ancestors: frozenset[str] = frozenset()) -> set[str]:
-    """The tool and, for each group of its fed parameters, one source (named ones first) and its
-    own sources: the tools a path ending at `tool` needs."""
-    needed = {tool}
+def tools_needed(graph: FeedGraph, tool: str, allowed: set[str], rng: random.Random,
+                 needed: set[str] | None = None) -> set[str]:
+    """The tools a path ending at `tool` needs (the tool, one source per fed group, recursively),
+    added to `needed` (the tools of the draft's other goals) and returned. One route to each thing:
+    a group takes a source the draft already needs when it can, and otherwise avoids a rival of
+    one (a second hotel search beside the first would let the query be answered two ways)."""
+    needed = set() if needed is None else needed
+    _add_closure(graph, tool, allowed, rng, frozenset(), needed)
+    return needed
+
+
+def _add_closure(graph: FeedGraph, tool: str, allowed: set[str], rng: random.Random,
+                 ancestors: frozenset[str], needed: set[str]) -> None:
+    needed.add(tool)
     for group in graph.groups.get(tool, []):
         sources = [s for s in group.sources() if s in allowed and s not in ancestors | {tool}]
         preferred = [s for s in sources if group.preferred(s)] or sources
-        if preferred:
-            source = preferred[rng.randrange(len(preferred))]
-            needed |= _closure(graph, source, allowed, rng, ancestors | {tool})
-    return needed
+        if not preferred:
+            continue
+        already = [s for s in preferred if s in needed]
+        if already:
+            source = already[0]
+        else:
+            rivals = _rivals(graph, needed)
+            pool = [s for s in preferred if s not in rivals] or preferred
+            source = pool[rng.randrange(len(pool))]
+        _add_closure(graph, source, allowed, rng, ancestors | {tool}, needed)
 
 
 EXACT_CHAIN_STEPS = 200_000  # walk steps the exact longest-chain search may take before the linear estimate is used

@@ -41,8 +41,9 @@ call's argument values as a user says them:
     {+}                      where the fragments go (default: at the end of the clause)
     {in~param} {at~param} {near~param}
                              the preposition for the place the argument names: "in" a city, "near"
-                             a landmark or an airport; "at" a place, "in" a city; "near" a place,
-                             "in central" a city, "in" a district
+                             a landmark or an airport; "at" a place, "in" a city; "near" a place
+                             or a district (a search around a district's centre also finds hotels
+                             of its neighbours), "in central" a city
 
 A tool without a clause gets one made from its name and its arguments' names (never its
 description: an API's summary is not what a user asks).
@@ -68,7 +69,7 @@ _PLACEHOLDER = re.compile(r"\{([A-Za-z_][\w]*(?:\[\d+\]|\.[A-Za-z_]\w*)*)(?:\|([
 _PREPOSITION = re.compile(r"\{(in|at|near)~([A-Za-z_][\w]*)\}")
 # the preposition a place takes, by the kind of place (the value pool slot it came from)
 PREPOSITIONS = {"in": {"landmark": "near", "airport": "near"}, "at": {"city": "in"},
-                "near": {"city": "in central", "district": "in"}}
+                "near": {"city": "in central"}}
 _KEY = re.compile(r"^(?P<tool>[^\s\[\].@]+)(?:\[(?P<when>[^\]]*)\])?(?:\.(?P<parameter>[^\s@\[\]]+(?:\[\d+\][^\s@\[\]]*)*))?"
                   r"(?:\[(?P<when_after>[^\]]*)\])?(?:@(?P<noun>result|where))?$")
 SayArgument = Callable[[str, list[str]], str]  # (parameter, extra placeholder parts) -> text

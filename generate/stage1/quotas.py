@@ -93,7 +93,7 @@ def quota_subset(index: int, level: str, graph: FeedGraph, sizes: Sequence[int],
         allowed = {name for name, tool in graph.tools.items() if tool_domain(tool) in domains}
     needed: set[str] = set()
     for goal in goals:
-        needed |= tools_needed(graph, goal, allowed, rng)
+        tools_needed(graph, goal, allowed, rng, needed)
     others = sorted(allowed - needed, key=list(graph.tools).index)
     size = len(allowed) if candidates != "subset" else rng.choice(list(sizes))
     size = min(size, cap)

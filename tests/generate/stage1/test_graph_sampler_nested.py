@@ -168,3 +168,26 @@ def test_a_place_the_user_names_is_looked_up_not_read_from_another_things_detail
         drawn.add(_choose_source(ctx, "Search_Car_Rentals", group, {"Search_Car_Rentals"}))
     assert "Get_Attraction_Details" not in drawn and "Search_Car_Location" in drawn
     assert "Search_Hotels_By_Coordinates" in drawn  # a hotel found by a search: read from its entry
+
+
+def test_a_draft_offers_one_route_to_each_thing_it_asks_for():
+    """Hand-checked travel-full-draft-0081-v2: "hotels near Eiffel Tower" offered both the
+    destination search (Search_Hotel_Destination, Search_Hotels) and the coordinates search
+    (Location_to_Lat_Long, Search_Hotels_By_Coordinates): each finds its own "cheapest hotel", so a
+    model taking the route the gold did not is scored wrong. A draft's goals reuse one route, and a
+    distractor that can feed what a needed tool feeds is not offered."""
+    from generate.stage1.graph_sampler import _rivals, sample_tool_subset
+
+    graph = _travel_full_graph()
+    routes = {"Search_Hotels", "Search_Hotels_By_Coordinates"}
+    hotel_drafts = both_needed = 0
+    for index in range(400):
+        subset = sample_tool_subset(index, index % 3 == 0, graph, [4, 5, 6, 7, 8, 9], seed=20240601)
+        offered, needed = set(subset.tools), set(subset.needed)
+        assert needed <= offered and not (offered - needed) & _rivals(graph, needed), (index, subset)
+        hotel_drafts += bool(offered & routes)
+        if routes <= offered:  # only when two goals each ask for one (a hotel search and a car at a hotel)
+            assert routes <= needed and len(subset.goals) == 2, (index, subset)
+            both_needed += 1
+    assert hotel_drafts > 100  # hotels are drafted often: the rule was exercised
+    assert both_needed <= 4, both_needed
