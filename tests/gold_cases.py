@@ -59,19 +59,27 @@ def week_stay(departure: str = "2025-11-22", drop_off: str = "2025-11-18") -> Sa
 
 def hotel_and_rooms(search_adults: int | None = 4, rooms_adults: int | None = 4, room_phrase: str = "the second room",
                     rate: int = 0, pick_text: str = "the cheapest hotel rated above 8",
-                    hotel_index: int = 1, scores: tuple[float, ...] = (9.0, 8.5, 7.0)) -> Sample:
+                    hotel_index: int = 1, scores: tuple[float, ...] = (9.0, 8.5, 7.0),
+                    search_currency: str | None = None, rooms_currency: str | None = None) -> Sample:
     """A search, the rooms of a picked hotel and the booking conditions of one rate."""
     party = " for a group of four" if search_adults == 4 or rooms_adults == 4 else ""
-    query = (f"Find hotels in Paris for three nights from June 12, 2025{party}, then list the rooms of {pick_text}, "
-             f"then give me the booking conditions of {room_phrase}.")
+    words = {"EUR": " with prices in euros", "GBP": " with prices in pounds", None: ""}
+    # a currency asked of the rooms comes with their stay and party said again, as stage1 writes it
+    rooms_clause = f" for three nights from June 12, 2025{party}{words[rooms_currency]}" if rooms_currency else ""
+    query = (f"Find hotels in Paris for three nights from June 12, 2025{party}{words[search_currency]}, then list the "
+             f"rooms of {pick_text}{rooms_clause}, then give me the booking conditions of {room_phrase}.")
     search: dict[str, Any] = {"dest_id": "$var_1.data[0].dest_id$", "search_type": "$var_1.data[0].search_type$",
                               "arrival_date": "2025-06-12", "departure_date": "2025-06-15"}
     if search_adults is not None:
         search["adults"] = search_adults
+    if search_currency is not None:
+        search["currency_code"] = search_currency
     rooms: dict[str, Any] = {"hotel_id": f"$var_2.data.hotels[{hotel_index}].hotel_id$",
                              "arrival_date": "2025-06-12", "departure_date": "2025-06-15"}
     if rooms_adults is not None:
         rooms["adults"] = rooms_adults
+    if rooms_currency is not None:
+        rooms["currency_code"] = rooms_currency
     prices = (300.0, 150.0, 90.0)
     pick = {"reader": "var_3", "source": "var_2", "list": "data.hotels", "select": "min", "by": "price.total",
             "where": {"field": "review_score", "kind": "above", "threshold": 8.0}, "text": "the cheapest hotel rated above 8"}

@@ -9,7 +9,9 @@ at the first problem):
    date is spelled elsewhere in the query;
 2. `gold.party_not_carried`: a party size (adults, children, rooms) stated for a search is the one
    its reader uses, and the other way round: a hotel search for one and its rooms for four do
-   not book the same trip;
+   not book the same trip; `gold.preference_not_carried`: a currency or language asked for a
+   search is not left to the API's default in the call reading its entries (hotels "in Singapore
+   dollars", then their rooms in US dollars: a model carrying the currency over is as right);
 3. `gold.pick_not_stated`: a constraint that picks an entry ("the cheapest hotel rated above 8",
    `meta.picks`) is said in the query;
 4. `gold.pick_boundary`: the constraint picks the same entry whether its bound is read inclusively
@@ -123,6 +125,33 @@ def party_problems(sample: Sample) -> list[GoldProblem]:
                         "gold.party_not_carried",
                         f"{source.label} ({source.name}) has {name}={_shown(searched)} but {reader.label} ({reader.name}), "
                         f"which reads it, has {name}={_shown(said)}"))
+    return problems
+
+
+# how the things found are shown: asked for a search, they hold for what reads its entries
+SHOWN_IN_PARAMETERS = ("currency_code", "currency", "languagecode", "language")
+
+
+def preference_problems(sample: Sample) -> list[GoldProblem]:
+    """A reader that takes the source's currency (or language) but leaves it to the API's default,
+    when that default is not what the source was asked in. A reader stating its own is fine."""
+    schemas = parameter_schemas(sample)
+    calls = {call.label: call for call in sample.all_calls()}
+    problems = []
+    for reader in sample.all_calls():
+        for source_label in sorted({ref.label for ref in iter_references(reader.arguments)}):
+            source = calls.get(source_label)
+            if source is None:
+                continue
+            for name in SHOWN_IN_PARAMETERS:
+                reader_schema = schemas.get(reader.name, {}).get(name)
+                if not isinstance(reader_schema, dict) or name in reader.arguments or name not in source.arguments:
+                    continue
+                if source.arguments[name] != reader_schema.get("default"):
+                    problems.append(GoldProblem(
+                        "gold.preference_not_carried",
+                        f"{source.label} ({source.name}) is asked with {name}={_shown(source.arguments[name])}; "
+                        f"{reader.label} ({reader.name}), which reads it, leaves {name} to the API's default"))
     return problems
 
 
@@ -413,6 +442,7 @@ def gold_audit(sample: Sample, provenance: Provenance) -> list[GoldProblem]:
     """Every problem, cheapest rule first (the filter rejects with the first)."""
     problems = derived_problems(sample, provenance)
     problems += party_problems(sample)
+    problems += preference_problems(sample)
     problems += pick_text_problems(sample)
     problems += pick_problems_over_responses(sample)
     problems += entry_problems(sample)

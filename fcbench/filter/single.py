@@ -109,7 +109,8 @@ class ProvenanceCounts:
                 "values_by_kind": dict(sorted(self.values.items())), "values": sum(self.values.values())}
 
 
-GOLD_RULES = ("gold.derived_mismatch", "gold.party_not_carried", "gold.pick_not_stated", "gold.pick_boundary",
+GOLD_RULES = ("gold.derived_mismatch", "gold.party_not_carried", "gold.preference_not_carried", "gold.pick_not_stated",
+              "gold.pick_boundary",
               "gold.pick_mismatch", "gold.unstated_entry", "gold.swapped_roles", "gold.redundant_call",
               "gold.unserved_request")
 

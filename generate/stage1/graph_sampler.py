@@ -882,6 +882,30 @@ def _choose_literals(ctx: DraftContext, node: PlanNode, city: str | None) -> Non
             node.literals.update(candidate)
             node.optional.extend(candidate)
             _remember_how_said(node, slot, use, value)
+    _carry_what_was_asked(ctx, node, uses)
+
+
+def _carry_what_was_asked(ctx: DraftContext, node: PlanNode, uses: list[tuple[Slot, SlotUse]]) -> None:
+    """A constraint the user stated for the things a call reads (hotels "with prices in Singapore
+    dollars") holds for what is asked of them next (their rooms): when the reader takes the same
+    argument and sets none of its own, it takes the value and says it again, as it says the stay and
+    the party again. Left to the API's default, the rooms' prices would be in another currency than
+    the user asked for, and a model carrying the currency over would be scored wrong."""
+    for fed in node.fed:
+        source = ctx.nodes[fed.source]
+        for slot, use in uses:
+            arguments = set(use.arguments)
+            if arguments & set(node.literals) or not arguments <= set(source.optional):
+                continue
+            wanted = {argument: source.literals[argument] for argument in use.arguments}
+            value = next((v for v in slot.values if {a: v.get(f) for a, f in use.arguments.items()} == wanted), None)
+            if value is None or value.get(UNSAID_FIELD):
+                continue
+            words = {a: str(value[WORDS_FIELD]) for a in wanted if WORDS_FIELD in value and len(wanted) == 1}
+            if ctx.phrases.states_constraint(ctx.graph.tools[node.tool], wanted, words):
+                node.literals.update(wanted)
+                node.optional.extend(wanted)
+                _remember_how_said(node, slot, use, value)
 
 
 def _remember_how_said(node: PlanNode, slot: Slot, use: SlotUse, value: Mapping[str, Any]) -> None:

@@ -33,6 +33,16 @@ def test_a_party_stated_for_a_search_is_carried_to_its_rooms_and_back():
         ["gold.party_not_carried"]
 
 
+def test_a_currency_asked_for_a_search_is_not_left_to_the_default_where_its_entries_are_read():
+    """Hand-checked travel-full-draft-0018-v4: hotels "with prices in Singapore dollars", then the
+    rooms of the cheapest with no currency (US dollars): a model carrying SGD over is as right."""
+    room = "the first rate of the second room"
+    assert audit(hotel_and_rooms(room_phrase=room, search_currency="EUR", rooms_currency="EUR")) == []
+    assert audit(hotel_and_rooms(room_phrase=room, search_currency="EUR", rooms_currency="GBP")) == []  # said: fine
+    assert audit(hotel_and_rooms(room_phrase=room, rooms_currency="EUR")) == []  # asked of the rooms only
+    assert audit(hotel_and_rooms(room_phrase=room, search_currency="EUR")) == ["gold.preference_not_carried"]
+
+
 def test_a_pick_is_stated_decided_by_its_bound_and_read():
     room = "the first rate of the second room"
     # a pick stated for one call applied to another: its words are not in the query
