@@ -110,9 +110,8 @@ class ProvenanceCounts:
 
 
 GOLD_RULES = ("gold.derived_mismatch", "gold.party_not_carried", "gold.preference_not_carried", "gold.pick_not_stated",
-              "gold.pick_boundary",
-              "gold.pick_mismatch", "gold.unstated_entry", "gold.swapped_roles", "gold.redundant_call",
-              "gold.unserved_request")
+              "gold.pick_boundary", "gold.pick_mismatch", "gold.unstated_entry", "gold.swapped_roles",
+              "gold.redundant_call", "gold.unserved_request")
 
 
 def gold_audit_summary(verdicts: Sequence[Verdict], settings: FilterConfig, judge: str | None = None) -> dict[str, Any]:
