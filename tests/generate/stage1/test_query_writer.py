@@ -266,3 +266,19 @@ def test_a_result_list_without_a_noun_is_named_from_its_tool_never_a_bare_result
 
     assert [noun(n) for n in ("ListActivitiesBySquare", "getPointsOfInterest", "GETActivity", "Search_Flights")] == \
         ["activity", "point of interest", "activity", "flight"]
+
+
+def test_a_search_around_a_district_is_near_it_never_in_it():
+    """Hand-checked travel-full-draft-0026-v5: "the cheapest hotel rated above 8 in SoHo" read a
+    hotel in Williamsburg, because a coordinates search covers a radius around the district's
+    centre. The words say what the search does: near a district (in central a city)."""
+    from generate.stage1.query_writer import fill_phrase
+
+    tool = Tool(name="Search_Hotels_By_Coordinates", parameters={"type": "object", "properties": {}})
+
+    def said(kind: str) -> str:
+        request = ClauseRequest(tool, {}, [], refer=lambda parameter, extra: "SoHo", kinds={"latitude": kind})
+        return fill_phrase("hotels {near~latitude} {latitude}", request)
+
+    assert said("district") == "hotels near SoHo"
+    assert said("city") == "hotels in central SoHo" and said("landmark") == "hotels near SoHo"
