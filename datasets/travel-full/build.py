@@ -153,6 +153,10 @@ def write_catalog(out_dir: Path = HERE) -> None:
         tool["domain"] = DOMAIN_OF.get(tool["domain"], tool["domain"])
         if tool["name"] in ENRICHED:
             tool["returns"] = schema_of(answers[tool["name"]])
+        # the compact world lists 5 hotels and 5 cars; the full one every matching hotel and 8 cars
+        # (datasets/travel/tools.py): what a model is told is what it gets
+        tool["description"] = tool["description"].replace("Lists at most 5 hotels", "Lists every matching hotel") \
+            .replace("Lists up to 5 cars", "Lists up to 8 cars")
         catalog.append(tool)
     for spec in NEW_TOOLS:
         tool = {key: value for key, value in spec.items() if key != "example"}

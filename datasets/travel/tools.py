@@ -49,7 +49,9 @@ FULL_WORLD = globals().get("WORLD_SIZE") == "full"
 # Lists are cut to a few candidates: responses stay a few KB, as a model's context needs (compact world).
 MAX_LOCATIONS = 5
 MAX_FLIGHT_OFFERS = 80 if FULL_WORLD else 5
-MAX_HOTELS = 40 if FULL_WORLD else 5
+# the full world lists every hotel that matches (48 at most), so a pick over the list ("the cheapest")
+# is over every match: a model need not sort or page to find it
+MAX_HOTELS = 100 if FULL_WORLD else 5
 MAX_CARS = 8 if FULL_WORLD else 5
 MAX_PRODUCTS = 5
 MAX_DESTINATIONS = 3

@@ -82,3 +82,23 @@ def test_the_bundled_export_is_read_gzipped_and_carries_rewritten_queries_and_pr
         query = result["query"]["text"][0] if result["query"]["text"][0] else task["data"]["query"]
         _, unread = parse_provenance(field, query)
         assert unread == [], (task["data"]["sample_id"], unread[:1])
+
+
+def test_the_searches_list_what_their_descriptions_say(world):
+    """Hand-check of travel-full (round 3): the catalog said "Lists at most 5 hotels" while the full
+    world listed 40 of up to 48 matches, so "the cheapest hotel" was picked over part of them and a
+    model trusting the description might sort or page instead. Every match is listed now, and the
+    descriptions say what a model gets."""
+    described = {tool["name"]: tool["description"] for tool in json.loads((FULL / "tools.json").read_text())}
+    assert "Lists every matching hotel" in described["Search_Hotels"]
+    assert "Lists every matching hotel" in described["Search_Hotels_By_Coordinates"]
+    assert "Lists up to 8 cars" in described["Search_Car_Rentals"]
+    paris = world["Search_Hotel_Destination"]("Paris")["data"][0]
+    listing = world["Search_Hotels"](paris["dest_id"], paris["search_type"], "2025-06-12", "2025-06-15")["data"]
+    assert listing["total_count"] == len(listing["hotels"]) > 40
+    around = world["Search_Hotels_By_Coordinates"](48.8566, 2.3522, "2025-06-12", "2025-06-15", radius=20)["data"]
+    assert around["total_count"] == len(around["hotels"]) > 5
+    place = world["Search_Car_Location"]("Heathrow")["data"][0]["coordinates"]
+    cars = world["Search_Car_Rentals"](place["latitude"], place["longitude"], place["latitude"], place["longitude"],
+                                       "2025-08-20", "2025-08-23", "09:00", "09:00")["data"]["search_results"]
+    assert 5 < len(cars) <= 8
