@@ -1352,14 +1352,16 @@ def sample_tool_subset(index: int, cross: bool, graph: FeedGraph, sizes: Sequenc
 
 
 def _rivals(graph: FeedGraph, needed: set[str]) -> set[str]:
-    """Tools that are not needed but can feed what a needed tool feeds: another source of a fed
-    group one of the needed tools is a source of (Search_Hotels_By_Coordinates beside Search_Hotels,
-    both giving Get_Room_List its hotel_id)."""
+    """Tools that are not needed but could stand in for a needed one: another source of a group a
+    needed reader takes from a needed tool (Search_Hotels_By_Coordinates beside Search_Hotels for
+    Get_Room_List's hotel_id), and another source of an id a needed tool gives to a reader outside
+    the draft (the two hotel searches when the draft ends at one of them). Coordinates, which many
+    tools give, make no rivals on their own: only one-parameter groups (an id) do."""
     rivals: set[str] = set()
-    for groups in graph.groups.values():
+    for reader, groups in graph.groups.items():
         for group in groups:
             sources = set(group.sources())
-            if sources & needed:
+            if sources & needed and (reader in needed or len(group.parameters) == 1):
                 rivals |= sources - needed
     return rivals
 
