@@ -1366,6 +1366,12 @@ def _rivals(graph: FeedGraph, needed: set[str]) -> set[str]:
     return rivals
 
 
+def _feedable(graph: FeedGraph, tool: str, allowed: set[str], ancestors: frozenset[str]) -> bool:
+    """Every group the tool must read from has a source outside the chain that calls it."""
+    return all(group.optional or any(s in allowed and s not in ancestors and s != tool for s in group.sources())
+               for group in graph.groups.get(tool, []))
+
+
 def tools_needed(graph: FeedGraph, tool: str, allowed: set[str], rng: random.Random,
                  needed: set[str] | None = None) -> set[str]:
     """The tools a path ending at `tool` needs (the tool, one source per fed group, recursively),
@@ -1382,6 +1388,9 @@ def _add_closure(graph: FeedGraph, tool: str, allowed: set[str], rng: random.Ran
     needed.add(tool)
     for group in graph.groups.get(tool, []):
         sources = [s for s in group.sources() if s in allowed and s not in ancestors | {tool}]
+        # a source that could only read this call's own chain (getOfferPricing, whose offer comes from
+        # getMultiHotelOffers, as the source of getMultiHotelOffers' hotel ids) plans nothing
+        sources = [s for s in sources if _feedable(graph, s, allowed, ancestors | {tool})] or sources
         preferred = [s for s in sources if group.preferred(s)] or sources
         if not preferred:
             continue
@@ -1389,7 +1398,8 @@ def _add_closure(graph: FeedGraph, tool: str, allowed: set[str], rng: random.Ran
         if already:
             source = already[0]
         else:
-            rivals = _rivals(graph, needed)
+            # rivals of the draft's other tools: this call's own chain does not rival itself
+            rivals = _rivals(graph, needed - ancestors - {tool})
             pool = [s for s in preferred if s not in rivals] or preferred
             source = pool[rng.randrange(len(pool))]
         _add_closure(graph, source, allowed, rng, ancestors | {tool}, needed)
