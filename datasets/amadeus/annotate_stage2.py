@@ -28,23 +28,19 @@ DECISIONS = {
                                   "2.160873 and 2.177181, give me the details of the first one, then find the sights and "
                                   "places to go near it.",
                            "Query rewritten: the second search is around the point whose details were asked.", {}),
+    "amadeus-draft-0007": ("fix", "Please search for airports whose name or code starts with LON, then give me the full "
+                                  "details of the second location. Could you also look up the hotel with the Amadeus "
+                                  "code ACPAR419 and show me what guests say about it?",
+                           "Query rewritten: 'the first hotel' after looking up one hotel by its code.", {}),
     "amadeus-draft-0008": ("fix", "Find the 2-star hotels in London (city code LON), then list the 2-star hotels with a "
                                   "restaurant around the second of them.",
                            "Query rewritten: 'hotels in LON' is an API code, not what a traveller writes.", {}),
-    "amadeus-draft-0012": ("fix", "Look up the city PARIS, then list the 5-star hotels with a casino around the first city "
-                                  "it finds, the tours and activities around the first of those hotels, and the details "
-                                  "of the first of those activities. Also look up the city PARIS in country FR, showing "
-                                  "at most 10 results, find things to do near the first city of that search, and list "
-                                  "the hotels around the first of those things to do.",
+    "amadeus-draft-0012": ("fix", "Look up the city PARIS, then list the 5-star hotels with a casino around the first city it "
+                                  "finds, the tours and activities around the first hotel, and the details of the first "
+                                  "activity. Also look up the city PARIS in country FR, showing at most 10 results, find "
+                                  "things to do near the first city of that search, and list the hotels around the first "
+                                  "activity found there.",
                            "Query rewritten: the references said 'of the first search' five times.", {}),
-    "amadeus-draft-0021": ("fix", "List the tours and activities between latitudes 41.394582 and 41.397158 and longitudes "
-                                  "2.160873 and 2.177181. List the hotels around the first of them, the tours and "
-                                  "activities around the third of those hotels, and give me the details of the first of "
-                                  "these activities. Also find things to do near that first activity of the area, then "
-                                  "the 5-star hotels near the first of those things to do, get the room offers of the "
-                                  "second of these hotels and confirm the price of the first offer.",
-                           "Query rewritten: 'the first activity near the first activity of the first search' said "
-                           "nothing a traveller could follow.", {}),
 }
 
 

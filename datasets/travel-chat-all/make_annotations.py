@@ -57,7 +57,7 @@ DECISIONS: dict[str, tuple[str, list[tuple[str, str]], str]] = {
         "My own outage message for the retry; the reply says what failed."),
     # implicit goals: the openings describe the situation, the agent infers the goal
     "travel-chat-all-conv-0004": ("fix", [
-        ("My plans for next month are a bit of a mess, nothing is sorted yet.",
+        ("My travel plans are a bit of a mess, nothing is sorted yet.",
          "I arrive in Fitzroy on September 5, 2025 at 17:45 and I have to get around Melbourne on my own until "
          "September 8, 2025 at 17:45, when I finish at the Royal Botanic Gardens Victoria."),
         ("Of course. What exactly would you like me to look up?",
@@ -69,7 +69,7 @@ DECISIONS: dict[str, tuple[str, list[tuple[str, str]], str]] = {
          "There are 5 cars for those days; the first is a Volkswagen Golf or similar (medium, 5 seats).")],
         "Opening rewritten: the user describes the situation, the agent infers the rental."),
     "travel-chat-all-conv-0030": ("fix", [
-        ("My plans for next month are a bit of a mess, nothing is sorted yet.",
+        ("My travel plans are a bit of a mess, nothing is sorted yet.",
          "I land at Barcelona El Prat on December 1, 2025 at 06:30 and my flat is in Barceloneta. I really do not "
          "want to drag my bags onto a bus that early."),
         ("Of course. What exactly would you like me to look up?",
@@ -81,7 +81,7 @@ DECISIONS: dict[str, tuple[str, list[tuple[str, str]], str]] = {
          "There are 4 taxi offers; the first is a standard car (a Toyota Camry or similar) for 3 passengers and 2 bags.")],
         "Opening rewritten: the user describes the situation, the agent infers the taxi."),
     "travel-chat-all-conv-0036": ("fix", [
-        ("My plans for next month are a bit of a mess, nothing is sorted yet.",
+        ("My travel plans are a bit of a mess, nothing is sorted yet.",
          "The three of us are in Melbourne from April 3, 2026 to April 10, 2026 and want to stay within 5 km of the "
          "Queen Victoria Market, but we have nowhere to sleep yet."),
         ("Of course. What exactly would you like me to look up?",

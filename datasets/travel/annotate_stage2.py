@@ -6,9 +6,9 @@ the server). Nothing is written into the export by hand; re-running this script 
 decisions (the server's ids and times are its own).
 
 The six tasks show what the pull must handle (tests/annotate/exchange/test_ls_bundled_export.py):
-one draft accepted by both seniors (their agreement), one query rewritten, one path fixed (an
-argument added) with four ambiguous response entries deleted, one annotation whose path JSON is
-broken, one skipped (cancelled), one not annotated yet.
+one draft accepted by both seniors (their agreement), one query rewritten, one draft fixed by
+deleting four ambiguous response entries, one annotation whose path JSON is broken, one skipped
+(cancelled), one not annotated yet.
 
   FCBENCH_STUDIO_VENV=/work/main/.venv-studio .venv/bin/python datasets/travel/annotate_stage2.py
 """
@@ -35,26 +35,17 @@ DECISIONS: dict[str, list[tuple[int, dict[str, Any]]]] = {
     "travel-draft-0013": [(1, {"verdict": "fix", "lead_time": 73.2, "error_flags": ["query_rewritten"],
                                "query": "Find taxi offers from Central Park to LaGuardia on March 15, 2026 at 06:30 with "
                                         "prices in SGD."})],
-    # the rooms in the hotels' currency (an argument the draft left out), and only the city among
-    # the destinations that match "Paris" (the other four entries make dest_id ambiguous)
-    "travel-draft-0030": [(1, {"verdict": "fix", "lead_time": 180.4, "error_flags": ["param_missing", "ambiguous_response"],
+    # only the city among the destinations that match "Paris" (the other four entries make dest_id
+    # ambiguous); the rooms in the hotels' currency, an argument the annotator added to the path
+    # before stage1 carried a search's currency to what reads it, is the draft's own now
+    "travel-draft-0030": [(1, {"verdict": "fix", "lead_time": 180.4, "error_flags": ["ambiguous_response"],
                                "delete": ["var_1.data[1]", "var_1.data[2]", "var_1.data[3]", "var_1.data[4]"],
-                               "path": lambda text: _set_argument(text, "Get_Room_List", "currency_code", "GBP"),
-                               "notes": "Rooms in GBP like the hotels; only the city matches 'Paris'."})],
+                               "notes": "Rooms in GBP like the hotels (drafted so); only the city matches 'Paris'."})],
     # a slip: the path JSON loses a quote (the pull reports it, never guesses)
     "travel-draft-0002": [(2, {"verdict": "fix", "lead_time": 95.0, "error_flags": ["value_error"],
                                "path": lambda text: text.replace('{"query"', '{query"', 1)})],
     "travel-draft-0019": [(2, {"cancel": True, "lead_time": 4.0})],
 }
-
-
-def _set_argument(text: str, tool: str, argument: str, value: str) -> str:
-    """The path JSON with one argument added to the call of `tool`, as an annotator types it."""
-    path = json.loads(text)
-    calls = [call for step in path for call in step if call["name"] == tool]
-    assert len(calls) == 1, (tool, calls)
-    calls[0]["arguments"][argument] = value
-    return json.dumps(path, ensure_ascii=False, indent=2)
 
 
 def main() -> None:

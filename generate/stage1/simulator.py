@@ -355,8 +355,9 @@ def simulate(scenario: Scenario, plan: ProposedDraft, environment: Environment, 
 
     # --- how the user opens, and what the agent asks before calling
     if complexities & {"ambiguous_goal", "implicit_goal"}:
+        # no "next month": the scenario's dates may be a year after its today (hand-checked travel-chat-conv-0012)
         vague = ("I need some help planning a trip." if "ambiguous_goal" in complexities
-                 else "My plans for next month are a bit of a mess, nothing is sorted yet.")
+                 else "My travel plans are a bit of a mess, nothing is sorted yet.")
         agent.say_user(vague)
         agent.say("Of course. What exactly would you like me to look up?", ["agent_seek_information"], [])
     held_back: tuple[str, str] | None = None  # (how the query said it, the parameter) for underfilled

@@ -16,7 +16,8 @@ from fcbench.checks.provenance import check_provenance, recorded_provenance
 from fcbench.sample import Sample
 
 
-@pytest.mark.parametrize("pipeline,at_least", [("travel", 27), ("amadeus", 40)])
+# floors under the builds' sizes (travel 27; amadeus 37 since the one-route sampler dropped distractors)
+@pytest.mark.parametrize("pipeline,at_least", [("travel", 27), ("amadeus", 35)])
 def test_the_bundled_build_has_no_wrong_gold(tmp_path, pipeline, at_least):
     root = clean_copy(tmp_path / "repo")
     build(root, pipeline)
