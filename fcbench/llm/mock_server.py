@@ -458,12 +458,21 @@ class _Handler(BaseHTTPRequestHandler):
         mock.stats.record_chat(reply.status)
         delay = (mock.latency_ms + reply.latency_ms) / 1000
         mock.stats.answering(+1)
+        self._in_flight = True
         try:
             if delay > 0:
                 time.sleep(delay)
             self._answer(body, reply, call_index)
         finally:
-            mock.stats.answering(-1)
+            self._leave_flight()
+
+    def _leave_flight(self) -> None:
+        """The request is no longer in flight once its answer is ready, before a byte of it reaches
+        the client: a client that sends its next request after reading this answer never finds two
+        in flight (it did, now and then, when the count dropped after the write)."""
+        if getattr(self, "_in_flight", False):
+            self._in_flight = False
+            self.server.mock.stats.answering(-1)
 
     # ------------------------------------------------------------------ Files and Batches API
     def _get_batch_resource(self, path: str) -> None:
@@ -540,6 +549,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send_bytes(self, status: int, data: bytes, content_type: str,
                     headers: Mapping[str, str] | None = None) -> None:
+        self._leave_flight()
         try:
             self.send_response(status)
             self.send_header("Content-Type", content_type)
