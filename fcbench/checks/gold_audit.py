@@ -40,7 +40,7 @@ import json
 import re
 from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from fcbench.checks.constraints import bound_decides, parse_path, pick_entries, read_indexes, select_index
 from fcbench.checks.derivation import QueryFacts, is_iso_date
@@ -103,28 +103,32 @@ def derived_problems(sample: Sample, provenance: Provenance) -> list[GoldProblem
 
 
 # --------------------------------------------------------------------------- 2. party carried
-def party_problems(sample: Sample) -> list[GoldProblem]:
-    schemas = parameter_schemas(sample)
+def _readers_and_sources(sample: Sample) -> Iterator[tuple[Call, Call]]:
+    """Each call with each earlier call it reads (by reference), in path order."""
     calls = {call.label: call for call in sample.all_calls()}
-    problems = []
     for reader in sample.all_calls():
         for source_label in sorted({ref.label for ref in iter_references(reader.arguments)}):
-            source = calls.get(source_label)
-            if source is None:
+            if source_label in calls:
+                yield reader, calls[source_label]
+
+
+def party_problems(sample: Sample) -> list[GoldProblem]:
+    schemas = parameter_schemas(sample)
+    problems = []
+    for reader, source in _readers_and_sources(sample):
+        for name in CARRIED_PARAMETERS:
+            reader_schema, source_schema = schemas.get(reader.name, {}).get(name), schemas.get(source.name, {}).get(name)
+            if not isinstance(reader_schema, dict) or not isinstance(source_schema, dict):
                 continue
-            for name in CARRIED_PARAMETERS:
-                reader_schema, source_schema = schemas.get(reader.name, {}).get(name), schemas.get(source.name, {}).get(name)
-                if not isinstance(reader_schema, dict) or not isinstance(source_schema, dict):
-                    continue
-                said = reader.arguments.get(name, reader_schema.get("default"))
-                searched = source.arguments.get(name, source_schema.get("default"))
-                if name not in reader.arguments and name not in source.arguments:
-                    continue
-                if said != searched:
-                    problems.append(GoldProblem(
-                        "gold.party_not_carried",
-                        f"{source.label} ({source.name}) has {name}={_shown(searched)} but {reader.label} ({reader.name}), "
-                        f"which reads it, has {name}={_shown(said)}"))
+            said = reader.arguments.get(name, reader_schema.get("default"))
+            searched = source.arguments.get(name, source_schema.get("default"))
+            if name not in reader.arguments and name not in source.arguments:
+                continue
+            if said != searched:
+                problems.append(GoldProblem(
+                    "gold.party_not_carried",
+                    f"{source.label} ({source.name}) has {name}={_shown(searched)} but {reader.label} ({reader.name}), "
+                    f"which reads it, has {name}={_shown(said)}"))
     return problems
 
 
@@ -136,22 +140,17 @@ def preference_problems(sample: Sample) -> list[GoldProblem]:
     """A reader that takes the source's currency (or language) but leaves it to the API's default,
     when that default is not what the source was asked in. A reader stating its own is fine."""
     schemas = parameter_schemas(sample)
-    calls = {call.label: call for call in sample.all_calls()}
     problems = []
-    for reader in sample.all_calls():
-        for source_label in sorted({ref.label for ref in iter_references(reader.arguments)}):
-            source = calls.get(source_label)
-            if source is None:
+    for reader, source in _readers_and_sources(sample):
+        for name in SHOWN_IN_PARAMETERS:
+            reader_schema = schemas.get(reader.name, {}).get(name)
+            if not isinstance(reader_schema, dict) or name in reader.arguments or name not in source.arguments:
                 continue
-            for name in SHOWN_IN_PARAMETERS:
-                reader_schema = schemas.get(reader.name, {}).get(name)
-                if not isinstance(reader_schema, dict) or name in reader.arguments or name not in source.arguments:
-                    continue
-                if source.arguments[name] != reader_schema.get("default"):
-                    problems.append(GoldProblem(
-                        "gold.preference_not_carried",
-                        f"{source.label} ({source.name}) is asked with {name}={_shown(source.arguments[name])}; "
-                        f"{reader.label} ({reader.name}), which reads it, leaves {name} to the API's default"))
+            if source.arguments[name] != reader_schema.get("default"):
+                problems.append(GoldProblem(
+                    "gold.preference_not_carried",
+                    f"{source.label} ({source.name}) is asked with {name}={_shown(source.arguments[name])}; "
+                    f"{reader.label} ({reader.name}), which reads it, leaves {name} to the API's default"))
     return problems
 
 
