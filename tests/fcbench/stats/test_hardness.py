@@ -32,8 +32,10 @@ def test_tokens_are_cl100k_base_counts():
 
 
 def test_tokenizer_needs_no_network(tmp_path):
-    # A fresh tiktoken cache and a proxy that refuses every connection: a download would fail.
-    env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(tmp_path / "cache"), "HTTPS_PROXY": "http://127.0.0.1:9",
+    # A proxy that refuses every connection and an empty home: a download or a cached vocabulary
+    # outside the installed package would fail.
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "TIKTOKEN_CACHE_DIR": str(tmp_path / "cache"), "HTTPS_PROXY": "http://127.0.0.1:9",
            "HTTP_PROXY": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9", "http_proxy": "http://127.0.0.1:9"}
     code = "from fcbench.stats.tokens import count_tokens; print(count_tokens('Hello world'))"
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
