@@ -20,8 +20,8 @@ Counting is the slow part of statistics over long-context benchmarks (7 to 13 M 
 core, prose to JSON: ~2 s for 1,000 samples averaging 20k tokens), and the same samples are
 measured by several stages (the export's card, the report, `stats`). Counts are therefore cached
 by the text's hash: in memory (bounded) for every text, and on disk for long texts, in a SQLite
-file outside any build folder (`$FCBENCH_TOKEN_CACHE`, default `~/.cache/fcbench/token-counts-cl100k_base.sqlite`; `off`
-disables it). A count is a pure function of the text, so a cached count is the count; a cache that
+file outside any build folder (`$FCBENCH_TOKEN_CACHE`, default
+`~/.cache/fcbench/token-counts-cl100k_base.sqlite`; `off` disables it). A count is a pure function of the text, so a cached count is the count; a cache that
 cannot be opened or written is ignored (counted again), never an error. Writes do not wait for the
 disk (`synchronous=NORMAL`): a count lost in a power cut is counted again.
 """
@@ -35,9 +35,11 @@ import importlib.util
 import json
 import os
 import sqlite3
+import sys
 from collections import OrderedDict
-from pathlib import Path
 from functools import lru_cache
+from pathlib import Path
+from types import ModuleType
 from typing import Any, Iterable, Sequence
 
 from fcbench.catalog.openai import openai_tool_param
@@ -55,25 +57,37 @@ class TokenizerUnavailable(RuntimeError):
     """The tokenizer package (bpe-openai) is missing or is not the version fcbench counts with."""
 
 
+_COMPILED_MODULE = "bpe_openai._bindings"
+
+
+def _compiled_module() -> ModuleType:
+    """bpe-openai's compiled module, loaded without its package. Importing the `bpe_openai`
+    package decodes both of its vocabularies into Python dicts for its tiktoken-like API (0.4 s
+    and 60 MB in every process that counts, each worker of a parallel export included), which
+    fcbench does not use; the compiled module alone loads its own copy in 0.05 s. It is registered
+    under its own name, so a later `import bpe_openai` reuses it."""
+    if _COMPILED_MODULE in sys.modules:
+        return sys.modules[_COMPILED_MODULE]
+    package = importlib.util.find_spec("bpe_openai")
+    if package is None or not package.submodule_search_locations:
+        raise ImportError("bpe-openai is not installed")
+    folder = Path(list(package.submodule_search_locations)[0])
+    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    compiled = sorted(path for path in folder.iterdir() if path.name.startswith("_bindings.") and path.name.endswith(suffixes))
+    spec = importlib.util.spec_from_file_location(_COMPILED_MODULE, compiled[0]) if compiled else None
+    if spec is None or spec.loader is None:
+        raise ImportError(f"no compiled module in {folder}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules[_COMPILED_MODULE] = module
+    return module
+
+
 @lru_cache(maxsize=1)
 def _tokenizer() -> Any:
-    """The Rust tokenizer, loaded from the package's compiled module alone. Importing the
-    `bpe_openai` package itself decodes both of its vocabularies into Python dicts (0.4 s and
-    60 MB in every process that counts, each worker of a parallel export included) for its
-    tiktoken-like API, which fcbench does not use; the compiled module loads its own copy in
-    0.03 s."""
     try:
-        package = importlib.util.find_spec("bpe_openai")
-        folder = Path(next(iter(package.submodule_search_locations or []))) if package else None
-        compiled = next(path for path in folder.iterdir() if path.name.startswith("_bindings.")
-                        and path.name.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))) if folder else None
-        spec = importlib.util.spec_from_file_location("bpe_openai._bindings", compiled) if compiled else None
-        if spec is None or spec.loader is None:
-            raise ImportError("the bpe-openai package or its compiled module is not installed")
-        bindings = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(bindings)
-        return bindings.tokenizer_for_encoding(ENCODING)
-    except (ImportError, StopIteration, OSError, AttributeError, ValueError) as exc:
+        return _compiled_module().tokenizer_for_encoding(ENCODING)
+    except (ImportError, OSError, AttributeError, ValueError) as exc:
         raise TokenizerUnavailable(f"cannot load the {ENCODING} tokenizer of bpe-openai ({exc}); "
                                    f"install the version pyproject.toml pins") from None
 

@@ -7,6 +7,7 @@ letters of other scripts, special-token strings, lone surrogates)."""
 from __future__ import annotations
 
 import random
+import sys
 
 import pytest
 import tiktoken
@@ -51,3 +52,16 @@ def test_counts_equal_tiktoken_on_pretokenizer_edge_cases():
                                   " " * 5_000 + "x", "9" * 10_000, "<|endoftext|>"])
 def test_counts_equal_tiktoken_on_surrogates_and_long_runs(text):
     assert count_tokens(text) == _reference(text)
+
+
+def test_a_missing_tokenizer_is_one_clear_error(monkeypatch):
+    from fcbench.stats import tokens
+
+    tokens._tokenizer.cache_clear()
+    monkeypatch.delitem(sys.modules, "bpe_openai._bindings", raising=False)
+    monkeypatch.setattr(tokens.importlib.util, "find_spec", lambda name: None)
+    try:
+        with pytest.raises(tokens.TokenizerUnavailable, match="bpe-openai is not installed.*pins"):
+            count_tokens("a text too short for the memo")
+    finally:
+        tokens._tokenizer.cache_clear()  # the next count loads the real one again
