@@ -291,7 +291,8 @@ class _QueryReading:
     def _offset_candidates(self, value: str) -> list[_Candidate]:
         anchors = [fact for fact in self.facts.stated if fact.rule == "date.spelled" and self.free(fact.start, fact.end)]
         anchors += [Stated("literal", None, s, e, self.query[s:e]) for s, e in self._iso_dates()]
-        shifts = [fact for fact in self.facts.stated if fact.rule in ("duration", "offset") and self.free(fact.start, fact.end)]
+        shifts = [fact for fact in self.facts.stated if fact.rule in ("duration", "offset") and self.free(fact.start, fact.end)
+                  and not _RATE_UNIT_BEFORE.search(self.query[max(0, fact.start - 12):fact.start])]
         found = []
         for anchor, shift in itertools.product(anchors, shifts):
             if max(anchor.start, shift.start) - min(anchor.end, shift.end) > MAX_SHIFT_GAP:
@@ -307,6 +308,9 @@ class _QueryReading:
                 if self.free(m.start(), m.end())]
 
 
+# an amount or a currency right before a duration makes it a price's unit, not a stay ("under 250 USD
+# a night" moves no date)
+_RATE_UNIT_BEFORE = re.compile(r"(?:\d|[$€£¥]|\b[A-Z]{3})\s*(?:per\s+)?$")
 _CLOCK_TIME = re.compile(r"(?<![\w:])\d{1,2}:\d{2}(?::\d{2})?(?![\w:])")  # 17:45, 09:30:00
 
 
@@ -627,7 +631,8 @@ def infer_provenance(sample: Sample, guide: Provenance | None = None,
     claimed = [place for places in picks_at.values() for place in places]
     names = [leaf for call in sample.all_calls() for _, leaf in json_leaves_with_paths(call.arguments)
              if isinstance(leaf, str) and len(leaf.strip()) > 2 and parse_reference(leaf) is None]
-    reading = _QueryReading(query, QueryFacts(query), claimed, enum_vocabulary or _vocabulary(guide, declared), names)
+    vocabulary = enum_vocabulary or _vocabulary(guide, declared) or COMMON_ENUM_WORDS
+    reading = _QueryReading(query, QueryFacts(query), claimed, vocabulary, names)
     schemas = parameter_schemas(sample)
     calls = sample.all_calls()
     earlier = responses_before(sample)
@@ -750,6 +755,16 @@ def _carry_party(provenance: Provenance, calls: Sequence[Call]) -> None:
                             changed = True
 
 
+# How users name the orders that travel and shopping APIs sort by, for a file without its templates'
+# maps (a map's own words, when it has any, are used instead): "sorted by cheapest" is `price`.
+COMMON_ENUM_WORDS: Mapping[str, Sequence[str]] = {
+    "price": ("cheapest", "lowest price"),
+    "distance": ("closest", "nearest"),
+    "review_score": ("best reviewed", "best rated", "highest rated", "top rated"),
+    "popularity": ("most popular",),
+}
+
+
 def _vocabulary(*maps: Provenance | None) -> dict[str, list[str]]:
     """Enum words the maps name (a template's "best reviewed" for review_score)."""
     words: dict[str, list[str]] = {}
@@ -834,8 +849,10 @@ def _place(slots: Sequence[_Slot], reading: _QueryReading, fixed: Sequence[int],
     for _, found in open_slots:
         combos *= len(found)
     if combos <= MAX_COMBINATIONS:
+        # a tie goes to the words no other call reads (the second "with prices in yen" of "... for
+        # the rooms ... with prices in yen" is the rooms' own), then to the earliest
         best = min(itertools.product(*[found for _, found in open_slots]),
-                   key=lambda combo: (_combo_cost(combo, fixed, anchors, used), _order_key(combo)))
+                   key=lambda combo: (_combo_cost(combo, fixed, anchors, used), _reused(combo, used), _order_key(combo)))
     else:  # too many: each argument nearest what is placed so far
         best, placed_so_far = [], list(fixed)
         for _, found in open_slots:
@@ -846,9 +863,17 @@ def _place(slots: Sequence[_Slot], reading: _QueryReading, fixed: Sequence[int],
         if slot is not None:
             placed[slot.parameter] = candidate.source
     positions = [p for candidate in best for p in candidate.positions] + list(fixed)
+    taken = {key for candidate in best if not candidate.virtual for key in candidate.keys}
     for slot, found in carried:
         centre = sum(positions) / len(positions) if positions else 0.0
-        pick = min(found, key=lambda c: (c.cost + min((abs(p - centre) for p in c.positions), default=0.0),
+        if any(candidate.source.rule == "count.words" for candidate in found):
+            # a party phrase says the value ("just for me"): it is not the schema's default
+            found = [candidate for candidate in found if candidate.positions]
+        # words this call's other values read are not its party ("within 3 km" for a group of three),
+        # and words another call reads are so only when nothing closer says it
+        pick = min(found, key=lambda c: (c.cost + min((abs(p - centre) for p in c.positions), default=0.0)
+                                         + 2 * REUSE_COST * sum(key in taken for key in c.keys)
+                                         + REUSE_COST * sum(key in used for key in c.keys),
                                          _order_key([c])))
         placed[slot.parameter] = pick.source
     return placed
@@ -880,6 +905,10 @@ def _combo_cost(combo: Sequence[_Candidate], fixed: Sequence[int], anchors: Sequ
     # words inside another value's words are not this value ("London" of "London Eye")
     cost += 1000.0 * sum(1 for key in keys if key not in used and _overlaps(key[0], key[1], used))
     return cost
+
+
+def _reused(combo: Sequence[_Candidate], used: Mapping[tuple[int, int], str]) -> int:
+    return sum(1 for candidate in combo if not candidate.virtual for key in candidate.keys if key in used)
 
 
 def _order_key(combo: Sequence[_Candidate]) -> tuple[Any, ...]:

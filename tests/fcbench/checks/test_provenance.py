@@ -4,13 +4,14 @@ and dependent values recomputed from them."""
 
 from __future__ import annotations
 
-from gold_cases import call, hotel_and_rooms, sample, week_stay
+from gold_cases import DESTINATION, ROOMS, call, hotel_and_rooms, hotels, sample, week_stay
 from fcbench.checks.provenance import (MAX_QUERY_CHARS, QuerySpan, SpanEdit, ValueSource, apply_edits,
                                        check_provenance, infer_provenance, provenance_from_meta, provenance_to_meta,
                                        rebase_spans, recompute_values)
 from fcbench.config import FilterConfig
+from fcbench.checks.gold_audit import unserved_problems
 from fcbench.checks.verdicts import FilterCategory, static_verdict
-from fcbench.sample import user_query
+from fcbench.sample import Sample, user_query
 
 
 def _words(source: ValueSource) -> list[str]:
@@ -164,3 +165,88 @@ def test_a_query_too_long_to_read_is_refused_before_any_rule_reads_it():
     verdict = static_verdict(huge, FilterConfig(grounding="reject"))
     assert verdict.category is FilterCategory.FAILED_FORMAT and verdict.reason == "format.query_too_long"
     assert f"{MAX_QUERY_CHARS:,}" in verdict.detail
+
+
+# ---------------------------------------------- a file without its maps: each call's own words
+# (travel-full's clean samples the inferred audit rejected: 22 of 1,061 before these rules)
+def _rooms_of_a_radius_search(query: str, radius: int, adults: int) -> Sample:
+    return sample(query, [
+        [call("var_1", "Location_to_Lat_Long", {"status": True, "data": [{"latitude": 40.7, "longitude": -74.0}]},
+              query="New York")],
+        [call("var_2", "Search_Hotels_By_Coordinates", hotels((120, 8.6, 1.0)), latitude="$var_1.data[0].latitude$",
+              longitude="$var_1.data[0].longitude$", arrival_date="2025-12-20", departure_date="2025-12-23",
+              radius=radius, adults=adults)],
+        [call("var_3", "Get_Room_List", ROOMS, hotel_id="$var_2.data.hotels[0].hotel_id$", arrival_date="2025-12-20",
+              departure_date="2025-12-23", adults=adults)]])
+
+
+def test_a_phrase_said_again_for_the_next_call_is_that_calls_own():
+    # 0011-v2's words: the rooms' "with prices in yen" costs as much as the search's (further from the
+    # rooms' other words, but read by no other call); the tie went to the first, leaving the second unread
+    query = ("Look for hotels near Colosseum for four nights from December 20, 2025 for a group of four with prices in "
+             "yen, then check which rooms the cheapest hotel has for four nights from December 20, 2025 for a group "
+             "of four with prices in yen and then get the booking conditions of the first rate of the first room.")
+    stay = {"arrival_date": "2025-12-20", "departure_date": "2025-12-24", "adults": 4, "currency_code": "JPY"}
+    yen = sample(query, [
+        [call("var_1", "Search_Hotel_Destination", DESTINATION, query="Colosseum")],
+        [call("var_2", "Search_Hotels", hotels((120, 8.1, 1.0), (90, 7.0, 2.0)), dest_id="$var_1.data[0].dest_id$",
+              search_type="$var_1.data[0].search_type$", **stay)],
+        [call("var_3", "Get_Room_List", ROOMS, hotel_id="$var_2.data.hotels[1].hotel_id$", **stay)],
+        [call("var_4", "Get_Room_Booking_Conditions", {"status": True}, block_id="$var_3.data.rooms[0].rates[0].block_id$")]],
+        picks=[{"by": "price.total", "list": "data.hotels", "reader": "var_3", "select": "min", "source": "var_2",
+                "text": "the cheapest hotel"}])
+    found = infer_provenance(yen).provenance
+    assert [span.start for span in found["var_2"]["currency_code"].spans] == [query.index("yen")]
+    assert [span.start for span in found["var_3"]["currency_code"].spans] == [query.rindex("yen")]
+    assert unserved_problems(yen, found) == []
+
+
+def test_a_party_is_its_own_words_not_a_number_of_the_same_call_nor_the_default():
+    # 0035-v1: "within 3 km for a group of three": the 3 of the radius is not the party
+    query = ("Find hotels in central New York for three nights from December 20, 2025 within 3 km for a group of three "
+             "and then check which rooms the cheapest hotel has for three nights from December 20, 2025 for a group "
+             "of three.")
+    trio = _rooms_of_a_radius_search(query, 3, 3)
+    found = infer_provenance(trio).provenance
+    assert _words(found["var_2"]["radius"]) == ["3"]
+    assert [span.start for span in found["var_2"]["adults"].spans] == [query.index("for a group of three")]
+    assert [span.start for span in found["var_3"]["adults"].spans] == [query.rindex("for a group of three")]
+    assert unserved_problems(trio, found) == []
+    # 0092-v2 and 0035-v2: "just for me" says adults = 1, which is also the schema's default
+    alone = _rooms_of_a_radius_search(query.replace("for a group of three", "just for me").replace("3 km", "2 km"), 2, 1)
+    found = infer_provenance(alone).provenance
+    assert (found["var_2"]["adults"].rule, _words(found["var_2"]["adults"])) == ("count.words", ["just for me"])
+    assert unserved_problems(alone, found) == []
+
+
+def test_a_common_order_word_names_its_enum_member_without_a_map():
+    # 0044-v1: "sorted by cheapest" is sort_by = price, "sorted by closest" distance
+    for words, order in (("cheapest", "price"), ("closest", "distance")):
+        query = (f"Look for hotels in Paris for three nights from June 12, 2025 sorted by {words} and then list the "
+                 "rooms of the first hotel.")
+        sorted_search = sample(query, [
+            [call("var_1", "Search_Hotel_Destination", DESTINATION, query="Paris")],
+            [call("var_2", "Search_Hotels", hotels((120, 8.1, 1.0)), dest_id="$var_1.data[0].dest_id$",
+                  search_type="$var_1.data[0].search_type$", arrival_date="2025-06-12", departure_date="2025-06-15",
+                  sort_by=order)],
+            [call("var_3", "Get_Room_List", ROOMS, hotel_id="$var_2.data.hotels[0].hotel_id$", arrival_date="2025-06-12",
+                  departure_date="2025-06-15")]])
+        inferred = infer_provenance(sorted_search)
+        assert inferred.ungrounded == []
+        source = inferred.provenance["var_2"]["sort_by"]
+        assert (source.rule, _words(source), source.params["value"]) == ("enum.words", [words], order)
+
+
+def test_a_price_a_night_moves_no_date():
+    # 0190-v1 with its rooms' arrival a day late: "250 USD a night" is no one-night shift of the date
+    query = ("Look for hotels in Paris for three nights from June 12, 2025 under 250 USD a night, then list the rooms "
+             "of the first hotel for three nights from June 12, 2025.")
+    late = sample(query, [
+        [call("var_1", "Search_Hotel_Destination", DESTINATION, query="Paris")],
+        [call("var_2", "Search_Hotels", hotels((120, 8.1, 1.0)), dest_id="$var_1.data[0].dest_id$",
+              search_type="$var_1.data[0].search_type$", arrival_date="2025-06-12", departure_date="2025-06-15",
+              price_max=250, currency_code="USD")],
+        [call("var_3", "Get_Room_List", ROOMS, hotel_id="$var_2.data.hotels[0].hotel_id$", arrival_date="2025-06-13",
+              departure_date="2025-06-15")]])
+    inferred = infer_provenance(late)
+    assert [(problem.label, problem.parameter) for problem in inferred.ungrounded] == [("var_3", "arrival_date")]
