@@ -88,6 +88,8 @@ RELATIVE_REFERENCES = re.compile(
     re.I)
 _QUANTITY = r"(?P<quantity>\d+(?:\.\d+)?|" + "|".join(sorted((re.escape(w) for w in NUMBER_WORDS), key=len, reverse=True)) + r")"
 _DURATION = re.compile(r"\b" + _QUANTITY + r"[\s-]+(?P<unit>days?|nights?|weeks?)\b|\b(?P<fortnight>a fortnight)\b", re.I)
+# an amount of money right before a duration makes it a price's unit ("250 USD a night", "$180 a night")
+_PRICE_BEFORE = re.compile(r"(?:[$€£¥]\s?\d[\d,.]*|\d[\d,.]*\s?(?:[A-Z]{3}|[$€£¥]|euros?|dollars?|pounds?|yen))\s*(?:per\s+)?$")
 _WHOLE_WEEK = re.compile(r"\b(?:a|one|the|for the|this) (?P<word>week|weekend)\b(?!s)", re.I)
 # A clock time: 12-hour with am/pm (1-12), or an hour of 13-23 / 0 written with am/pm (nonsense:
 # claimed, read as nothing, so its digits are not taken as a 24-hour time either).
@@ -161,6 +163,8 @@ def _quantity(text: str) -> float | None:
 
 def _durations(text: str) -> Iterable[Stated]:
     for match in _DURATION.finditer(text):
+        if _PRICE_BEFORE.search(text[max(0, match.start() - 24):match.start()]):
+            continue  # "under 250 USD a night": a price's unit, no stay
         if match.group("fortnight"):
             yield Stated("duration", 14, match.start(), match.end(), match.group(0))
             continue

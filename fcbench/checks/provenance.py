@@ -291,8 +291,7 @@ class _QueryReading:
     def _offset_candidates(self, value: str) -> list[_Candidate]:
         anchors = [fact for fact in self.facts.stated if fact.rule == "date.spelled" and self.free(fact.start, fact.end)]
         anchors += [Stated("literal", None, s, e, self.query[s:e]) for s, e in self._iso_dates()]
-        shifts = [fact for fact in self.facts.stated if fact.rule in ("duration", "offset") and self.free(fact.start, fact.end)
-                  and not _RATE_UNIT_BEFORE.search(self.query[max(0, fact.start - 12):fact.start])]
+        shifts = [fact for fact in self.facts.stated if fact.rule in ("duration", "offset") and self.free(fact.start, fact.end)]
         found = []
         for anchor, shift in itertools.product(anchors, shifts):
             if max(anchor.start, shift.start) - min(anchor.end, shift.end) > MAX_SHIFT_GAP:
@@ -308,9 +307,6 @@ class _QueryReading:
                 if self.free(m.start(), m.end())]
 
 
-# an amount or a currency right before a duration makes it a price's unit, not a stay ("under 250 USD
-# a night" moves no date)
-_RATE_UNIT_BEFORE = re.compile(r"(?:\d|[$€£¥]|\b[A-Z]{3})\s*(?:per\s+)?$")
 _CLOCK_TIME = re.compile(r"(?<![\w:])\d{1,2}:\d{2}(?::\d{2})?(?![\w:])")  # 17:45, 09:30:00
 
 
@@ -869,14 +865,18 @@ def _place(slots: Sequence[_Slot], reading: _QueryReading, fixed: Sequence[int],
         if any(candidate.source.rule == "count.words" for candidate in found):
             # a party phrase says the value ("just for me"): it is not the schema's default
             found = [candidate for candidate in found if candidate.positions]
-        # words this call's other values read are not its party ("within 3 km" for a group of three),
-        # and words another call reads are so only when nothing closer says it
-        pick = min(found, key=lambda c: (c.cost + min((abs(p - centre) for p in c.positions), default=0.0)
-                                         + 2 * REUSE_COST * sum(key in taken for key in c.keys)
-                                         + REUSE_COST * sum(key in used for key in c.keys),
-                                         _order_key([c])))
+        pick = min(found, key=lambda c: (_carried_cost(c, centre, taken, used), _order_key([c])))
         placed[slot.parameter] = pick.source
     return placed
+
+
+def _carried_cost(candidate: _Candidate, centre: float, taken: set[tuple[int, int]],
+                  used: Mapping[tuple[int, int], str]) -> float:
+    """A party's words: near the call's own, never words its other values read ("within 3 km" for a
+    group of three), and words another call reads only when nothing closer says it."""
+    distance = min((abs(p - centre) for p in candidate.positions), default=0.0)
+    return (candidate.cost + distance + 2 * REUSE_COST * sum(key in taken for key in candidate.keys)
+            + REUSE_COST * _reused([candidate], used))
 
 
 def _nearest(found: list[_Candidate], anchors: Sequence[int]) -> list[_Candidate]:
@@ -897,7 +897,7 @@ def _combo_cost(combo: Sequence[_Candidate], fixed: Sequence[int], anchors: Sequ
         centre = sum(positions) / len(positions)
         cost += ANCHOR_WEIGHT * min(abs(centre - anchor) for anchor in anchors)
     keys = [key for candidate in combo if not candidate.virtual for key in candidate.keys]
-    cost += REUSE_COST * sum(1 for key in keys if key in used)
+    cost += REUSE_COST * _reused(combo, used)
     # one span usually says one value of a call (a derived date's anchor is its start's own words)
     own = [key for candidate in combo if not candidate.virtual
            for key in (candidate.keys[1:] if candidate.source.rule in DEPENDENT_RULES else candidate.keys)]

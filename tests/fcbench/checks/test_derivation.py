@@ -35,6 +35,17 @@ def test_durations_offsets_and_party_phrases():
     assert QueryFacts("Book a room for me and my wife.").explain(2).rule == "count.words"
 
 
+def test_a_price_per_night_is_no_stay():
+    # travel-full-draft-0190-v1: "under 250 USD a night" read as a one-night stay moved a date by a day
+    priced = QueryFacts("Hotels in London from November 15, 2025 under 250 USD a night, rooms for three nights.")
+    assert [text for _, text in priced.durations] == ["three nights"]
+    assert priced.explain("2025-11-18").rule == "date.offset"
+    assert priced.explain("2025-11-16") is None
+    for said in ("under $180 a night", "at most 300 euros per night"):
+        assert QueryFacts(f"Hotels in Rome from June 12, 2025 {said}.").durations == []
+    assert QueryFacts("From June 12, 2025 3 nights.").durations == [(3, "3 nights")]  # a date's year is no price
+
+
 def test_a_stay_end_follows_from_its_start_argument_and_a_stated_duration():
     facts = QueryFacts("Find hotels near the Colosseum for two weeks.")
     assert facts.explain("2025-07-15", other_values=["2025-07-01"]).rule == "date.offset"
